@@ -1,0 +1,40 @@
+# Two commands on a fresh machine (Python 3.11 and make only):
+#   make course   - create .venv, install everything, execute every lesson, write build/summary.md
+#   make test     - create .venv if needed, run the whole test suite (what CI runs)
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install course test lab exercises notebooks timing clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first, pinned: this version installs the CPU build from the local disk.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(STAMP)
+
+course: install
+	$(BIN)/course run
+
+test: install
+	$(BIN)/python -m pytest
+
+lab: install
+	$(BIN)/course lab
+
+exercises: install
+	$(BIN)/course exercises
+
+notebooks: install
+	$(BIN)/course store
+
+timing: install
+	$(BIN)/course run --update-readme
+
+clean:
+	rm -rf build

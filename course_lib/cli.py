@@ -1,0 +1,101 @@
+"""The `course` command: run lessons, grade exercises, open the lab."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+from . import ROOT
+from .manifest import LESSONS, available
+
+
+def _select(only: list[str] | None):
+    lessons = available()
+    if only:
+        lessons = [l for l in lessons if f"{l.number:02d}" in only or l.id in only]
+        if not lessons:
+            raise SystemExit(f"--only: no lesson matches {only}")
+    return lessons
+
+
+def cmd_run(args) -> int:
+    from .runner import run_lessons, update_readme, write_summary
+    table = run_lessons(_select(args.only), seed=args.seed, timeout=args.timeout)
+    path = write_summary(table, args.seed)
+    print(path.read_text(encoding="utf-8"))
+    if args.update_readme:
+        update_readme(table)
+        print("README.md timing table updated")
+    return 0 if (table["claims held"] == "yes").all() else 1
+
+
+def cmd_store(args) -> int:
+    from .runner import store
+    store(_select(args.only), timeout=args.timeout)
+    return 0
+
+
+def cmd_grade(args) -> int:
+    from .grader import format_report, grade
+    try:
+        report = grade(args.path, cell_timeout=args.cell_timeout)
+    except ValueError as error:
+        print(f"course grade: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(report) if args.json else format_report(report, os.path.basename(args.path)))
+    return 0
+
+
+def cmd_exercises(args) -> int:
+    from .exercises import generate
+    stale = generate(check_only=args.check)
+    if args.check and stale:
+        print("out of date:", ", ".join(stale))
+        return 1
+    print(f"{'checked' if args.check else 'wrote'} exercises ({len(stale)} changed)")
+    return 0
+
+
+def cmd_lab(args) -> int:
+    return subprocess.call([sys.executable, "-m", "jupyter", "lab", str(ROOT)])
+
+
+def cmd_list(args) -> int:
+    for lesson in LESSONS:
+        print(f"{lesson.number:02d}  {lesson.id:24s} {lesson.question}  ({lesson.question_zh})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="course", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="execute lessons with papermill; write build/summary.md")
+    p.add_argument("--only", nargs="*", help="lesson numbers or ids")
+    p.add_argument("--seed", type=int, default=None, help="override every lesson's SEED")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    p.add_argument("--update-readme", action="store_true", help="write the README timing table")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("store", help="execute lessons in place, storing their outputs")
+    p.add_argument("--only", nargs="*")
+    p.add_argument("--timeout", type=int, default=600)
+    p.set_defaults(func=cmd_store)
+    p = sub.add_parser("grade", help="grade an exercise notebook")
+    p.add_argument("path")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--cell-timeout", type=float, default=60.0)
+    p.set_defaults(func=cmd_grade)
+    p = sub.add_parser("exercises", help="generate exercises/ from solutions/")
+    p.add_argument("--check", action="store_true", help="only report out-of-date exercises")
+    p.set_defaults(func=cmd_exercises)
+    p = sub.add_parser("lab", help="open JupyterLab on the course")
+    p.set_defaults(func=cmd_lab)
+    p = sub.add_parser("list", help="the lessons and their interview questions")
+    p.set_defaults(func=cmd_list)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

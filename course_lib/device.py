@@ -1,0 +1,44 @@
+"""Device choice and seeding, shared by every lesson."""
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+
+def get_device() -> torch.device:
+    """CUDA when present (the lessons run unchanged on a GPU), else the CPU.
+
+    Set COURSE_DEVICE=cpu to force the CPU on a GPU machine.
+    """
+    wanted = os.environ.get("COURSE_DEVICE")
+    if wanted:
+        return torch.device(wanted)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    """Seed Python, NumPy and torch; return a fresh CPU generator seeded with `seed`."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+def environment_report() -> dict[str, str]:
+    """What lesson 00 prints: versions, threads and device."""
+    import platform
+
+    import matplotlib
+    import pandas
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "pandas": pandas.__version__,
+        "matplotlib": matplotlib.__version__,
+        "torch threads": str(torch.get_num_threads()),
+        "device": str(get_device()),
+    }

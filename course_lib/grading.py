@@ -1,0 +1,147 @@
+"""Graded checks: a registry of exercises, feedback helpers, and the learner-facing `check`.
+
+A check compares the learner's object with the course's reference on randomized cases
+(hidden from the notebook) and raises `CheckFailed` with a sentence that names the case
+and says what was expected and what came back.
+
+Lesson modules register their checks in `course_lib/checks/lessonNN.py`:
+
+    @exercise("01.sdpa", points=2, uses=("scaled_dot_product_attention",))
+    def check_sdpa(fn, rng):
+        ...
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import secrets
+import traceback
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+
+class CheckFailed(AssertionError):
+    """A graded case failed; the message is the learner's feedback."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    points: int
+    uses: tuple[str, ...]
+    run: Callable
+    title: str
+
+
+REGISTRY: dict[str, Exercise] = {}
+
+
+def exercise(exercise_id: str, *, points: int, uses: tuple[str, ...] | str, title: str = ""):
+    """Register a check. `uses` names the learner's objects the check receives, in order."""
+    uses = (uses,) if isinstance(uses, str) else tuple(uses)
+
+    def register(run):
+        REGISTRY[exercise_id] = Exercise(exercise_id, points, uses, run,
+                                         title or (run.__doc__ or "").strip().split("\n")[0])
+        return run
+    return register
+
+
+def load_all() -> dict[str, Exercise]:
+    """Import every module of `course_lib.checks` so that its checks register."""
+    from . import checks
+    for info in pkgutil.iter_modules(checks.__path__):
+        importlib.import_module(f"{checks.__name__}.{info.name}")
+    return REGISTRY
+
+
+# ---------------------------------------------------------------- feedback helpers
+
+def _shape(t) -> tuple:
+    return tuple(t.shape)
+
+
+def expect_tensor(case: str, got, name: str = "your result") -> torch.Tensor:
+    if not isinstance(got, torch.Tensor):
+        raise CheckFailed(f"[{case}] {name} should be a torch.Tensor, got {type(got).__name__}")
+    return got
+
+
+def expect_shape(case: str, got, expected_shape, name: str = "your result") -> None:
+    expect_tensor(case, got, name)
+    expected_shape = tuple(expected_shape)
+    if _shape(got) != expected_shape:
+        hint = ""
+        if sorted(_shape(got)) == sorted(expected_shape):
+            hint = " - the same sizes in another order: a missing or extra transpose?"
+        elif got.numel() == torch.Size(expected_shape).numel():
+            hint = " - the same number of elements: a wrong view/reshape?"
+        raise CheckFailed(f"[{case}] {name} has shape {_shape(got)}, expected {expected_shape}{hint}")
+
+
+def expect_close(case: str, got, expected: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-5,
+                 name: str = "your result") -> None:
+    expect_shape(case, got, expected.shape, name)
+    got = got.detach().to(expected.device, expected.dtype)
+    if torch.isnan(got).any() and not torch.isnan(expected).any():
+        where = tuple(torch.nonzero(torch.isnan(got))[0].tolist())
+        raise CheckFailed(f"[{case}] {name} contains NaN (first at index {where}); "
+                          "a fully masked row or a division by zero?")
+    if not torch.allclose(got, expected, atol=atol, rtol=rtol, equal_nan=True):
+        diff = (got - expected).abs().nan_to_num(0)
+        where = tuple(torch.nonzero(diff == diff.max())[0].tolist())
+        raise CheckFailed(f"[{case}] {name} differs from the reference: max |difference| "
+                          f"{diff.max().item():.3g} at index {where} (got {got[where].item():.5g}, "
+                          f"expected {expected[where].item():.5g}; tolerance {atol:g})")
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise CheckFailed(message)
+
+
+# ---------------------------------------------------------------- running checks
+
+@dataclass
+class Result:
+    id: str
+    points: int
+    max_points: int
+    passed: bool
+    feedback: str
+
+
+def run_check(exercise_id: str, *objects, seed: int | None = None,
+              registry: dict[str, Exercise] | None = None) -> Result:
+    """Run one registered check on the learner's objects; never raises."""
+    registry = registry if registry is not None else load_all()
+    ex = registry.get(exercise_id)
+    if ex is None:
+        return Result(exercise_id, 0, 0, False, f"unknown exercise id {exercise_id!r}")
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    try:
+        ex.run(*objects, rng=torch.Generator().manual_seed(seed))
+    except CheckFailed as failure:
+        return Result(ex.id, 0, ex.points, False, str(failure))
+    except NotImplementedError:
+        return Result(ex.id, 0, ex.points, False, "not implemented yet (the cell still raises "
+                      "NotImplementedError)")
+    except Exception as error:  # the learner's code raised: show where, briefly
+        tb = traceback.extract_tb(error.__traceback__)
+        frame = tb[-1] if tb else None
+        at = f" (line {frame.lineno}: {frame.line})" if frame and frame.line else ""
+        return Result(ex.id, 0, ex.points, False, f"your code raised {type(error).__name__}: "
+                      f"{error}{at}")
+    return Result(ex.id, ex.points, ex.points, True, "all cases passed")
+
+
+def check(exercise_id: str, *objects, seed: int | None = None) -> Result:
+    """Learner-facing: run the check, print the verdict, raise CheckFailed when it fails."""
+    result = run_check(exercise_id, *objects, seed=seed)
+    mark = "PASSED" if result.passed else "FAILED"
+    print(f"{mark} {exercise_id}: {result.points}/{result.max_points} - {result.feedback}")
+    if not result.passed:
+        raise CheckFailed(result.feedback)
+    return result

@@ -1,0 +1,97 @@
+"""`course run`: execute every lesson with papermill and write a summary.
+
+A lesson's *claims* are its cells tagged `evidence` (the assert cells). The summary says
+for each lesson whether it ran, and whether its claims held: "no" when an evidence cell
+failed, "error" when the lesson broke before reaching its claims.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+from tqdm.auto import tqdm
+
+from . import ROOT
+from .manifest import LESSONS, Lesson
+
+BUILD = ROOT / "build"
+README_BEGIN, README_END = "<!-- timing:begin -->", "<!-- timing:end -->"
+
+
+def _status(output_path: Path) -> tuple[str, str]:
+    nb = nbformat.read(output_path, as_version=4)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                tags = cell.metadata.get("tags", [])
+                where = "no" if "evidence" in tags else "error"
+                return where, f"{out.get('ename')}: {out.get('evalue')}"[:200]
+    if not any("evidence" in c.metadata.get("tags", []) for c in nb.cells):
+        return "no claims", ""
+    return "yes", ""
+
+
+def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 600,
+                out_dir: Path = BUILD / "notebooks") -> pd.DataFrame:
+    import papermill as pm
+    out_dir.mkdir(parents=True, exist_ok=True)
+    parameters = {} if seed is None else {"SEED": seed}
+    rows = []
+    for lesson in tqdm(lessons, desc="lessons", unit="lesson"):
+        output = out_dir / lesson.notebook.name
+        start = time.perf_counter()
+        try:
+            pm.execute_notebook(str(lesson.notebook), str(output), parameters=parameters,
+                                kernel_name="python3", progress_bar=False,
+                                execution_timeout=timeout, cwd=str(lesson.notebook.parent))
+        except Exception:  # the status below reads the failing cell from the output notebook
+            pass
+        seconds = time.perf_counter() - start
+        claims, error = _status(output) if output.exists() else ("error", "no output written")
+        rows.append({"lesson": f"{lesson.number:02d}", "id": lesson.id, "seconds": round(seconds, 1),
+                     "claims held": claims, "error": error})
+    return pd.DataFrame(rows)
+
+
+def write_summary(table: pd.DataFrame, seed: int | None) -> Path:
+    BUILD.mkdir(exist_ok=True)
+    table.to_csv(BUILD / "summary.csv", index=False)
+    total = table["seconds"].sum()
+    text = (f"# Course run (SEED={'default' if seed is None else seed})\n\n"
+            + table.to_markdown(index=False) + f"\n\nTotal: {total:.0f} s, "
+            f"median {table['seconds'].median():.1f} s per lesson.\n")
+    path = BUILD / "summary.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def update_readme(table: pd.DataFrame, readme: Path = ROOT / "README.md") -> None:
+    """Replace the README's timing table (between markers) with measured numbers."""
+    import platform
+    threads = __import__("torch").get_num_threads()
+    shown = table[["lesson", "id", "seconds", "claims held"]]
+    block = (f"{README_BEGIN}\n" + shown.to_markdown(index=False)
+             + f"\n\nWhole course: {table['seconds'].sum():.0f} s; median lesson "
+             f"{table['seconds'].median():.1f} s (measured by `make timing` on {os.cpu_count()} "
+             f"CPU cores, {threads} torch threads, Python {platform.python_version()}).\n{README_END}")
+    text = readme.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(README_BEGIN) + ".*?" + re.escape(README_END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"readme: no {README_BEGIN} ... {README_END} markers in {readme}")
+    readme.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
+
+
+def store(lessons: list[Lesson], timeout: int = 600) -> None:
+    """Execute lessons in place (no papermill metadata) so the checked output is stored."""
+    from nbclient import NotebookClient
+    for lesson in tqdm(lessons, desc="store", unit="lesson"):
+        nb = nbformat.read(lesson.notebook, as_version=4)
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(lesson.notebook.parent)}}).execute()
+        for cell in nb.cells:
+            cell.metadata.pop("execution", None)
+        nbformat.write(nb, lesson.notebook)
