@@ -35,8 +35,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, dropout_p=0.0):
 
     scores = (q @ k.transpose(-2, -1)) * scale  # (..., T_q, T_k)
     if mask is not None:
-        target = torch.broadcast_shapes(scores.shape[:-2], mask.shape[:-2]) + scores.shape[-2:]
-        require_bool_mask("mask", mask, tuple(target), "(..., T_q, T_k)")
+        require_bool_mask("mask", mask, tuple(scores.shape), "(..., T_q, T_k)")
         # The most negative finite number rather than -inf: a fully masked row then gives a
         # uniform softmax (no NaN) that the masked_fill below turns into zeros.
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)

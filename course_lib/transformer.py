@@ -37,12 +37,16 @@ def padding_mask(attention_mask) -> torch.Tensor:
 
     The result broadcasts over heads and queries: every query may attend to the real keys.
     """
-    require_rank("attention_mask", attention_mask, rank=2, layout="(B, T)")
+    return _padding_mask("attention_mask", attention_mask)
+
+
+def _padding_mask(name, attention_mask):
+    require_rank(name, attention_mask, rank=2, layout="(B, T)")
     if attention_mask.dtype != torch.bool:
         if attention_mask.is_floating_point() or attention_mask.is_complex():
-            raise ValueError(f"attention_mask: expected 0/1 integers or bool, got {attention_mask.dtype}")
+            raise ValueError(f"{name}: expected 0/1 integers or bool, got {attention_mask.dtype}")
         if ((attention_mask != 0) & (attention_mask != 1)).any():
-            raise ValueError("attention_mask: expected only 0 (padding) and 1 (token) values")
+            raise ValueError(f"{name}: expected only 0 (padding) and 1 (token) values")
     return attention_mask.bool()[:, None, None, :]                      # (B, 1, 1, T)
 
 
@@ -188,3 +192,219 @@ def torch_to_course_state_dict(state_dict: dict) -> dict:
         else:
             out[key] = value
     return out
+
+
+# --------------------------------------------------------------------------- stacks
+
+class TransformerEncoder(nn.Module):
+    """`n_layers` EncoderLayers; a Pre-LN stack ends with a final LayerNorm (`norm`), since its
+    residual stream is never normalised otherwise. Names match `nn.TransformerEncoder`
+    (`layers.0.self_attn...`, `norm`)."""
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
+            for _ in range(n_layers))
+        self.norm = LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
+
+    def forward(self, x, mask=None, return_attention: bool = False):
+        """x: (B, T, d_model) -> (B, T, d_model); with return_attention also a list of
+        (B, n_heads, T, T) weights, one per layer."""
+        weights = []
+        for layer in self.layers:
+            x, w = layer(x, mask, return_attention=True)
+            weights.append(w)
+        if self.norm is not None:
+            x = self.norm(x)
+        return (x, weights) if return_attention else x
+
+
+class TransformerDecoder(nn.Module):
+    """`n_layers` DecoderLayers (+ a final LayerNorm when Pre-LN); names as `nn.TransformerDecoder`."""
+
+    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
+                 activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
+            for _ in range(n_layers))
+        self.norm = LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        """x: (B, T, d_model), memory: (B, S, d_model) -> (B, T, d_model)."""
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
+        return self.norm(x) if self.norm is not None else x
+
+
+# --------------------------------------------------------------------------- encoder-decoder
+
+@dataclass
+class TransformerConfig:
+    """Sizes of the encoder-decoder `Transformer` (the paper's base model: d_model=512,
+    n_heads=8, d_ff=2048, 6 + 6 layers, dropout=0.1; the defaults here are CPU-sized)."""
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 64
+    n_heads: int = 4
+    d_ff: int = 256
+    n_encoder_layers: int = 2
+    n_decoder_layers: int = 2
+    dropout: float = 0.0
+    activation: str = "relu"
+    norm_first: bool = False
+    layer_norm_eps: float = 1e-5
+    max_len: int = 512              # rows of the sinusoidal table
+    scale_embeddings: bool = True   # multiply embeddings by √d_model (lesson 06)
+    tie_weights: bool = True        # output projection shares the target embedding (lesson 12)
+    share_embeddings: bool = False  # one table for source and target (needs one vocabulary)
+    pad_id: int = 0                 # what greedy_decode writes after EOS
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer (Vaswani et al. 2017) with sinusoidal positions.
+
+    src (B, S) ids -> encoder -> memory (B, S, d_model)
+    tgt_in (B, T) ids (BOS + target[:-1]) -> decoder(memory) -> logits (B, T, tgt_vocab_size)
+    """
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        c = self.config = config
+        if c.share_embeddings and c.src_vocab_size != c.tgt_vocab_size:
+            raise ValueError(f"share_embeddings: needs src_vocab_size == tgt_vocab_size, got "
+                             f"{c.src_vocab_size} and {c.tgt_vocab_size}")
+        self.src_embed = ScaledEmbedding(c.src_vocab_size, c.d_model, scale=c.scale_embeddings)
+        self.tgt_embed = (self.src_embed if c.share_embeddings else
+                          ScaledEmbedding(c.tgt_vocab_size, c.d_model, scale=c.scale_embeddings))
+        self.pos = SinusoidalPositionalEncoding(c.d_model, c.max_len)
+        self.embed_dropout = nn.Dropout(c.dropout)
+        layer_args = (c.d_model, c.n_heads, c.d_ff, c.dropout, c.activation, c.norm_first,
+                      c.layer_norm_eps)
+        self.encoder = TransformerEncoder(c.n_encoder_layers, *layer_args)
+        self.decoder = TransformerDecoder(c.n_decoder_layers, *layer_args)
+        self.lm_head = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+        if c.tie_weights:
+            # (tgt_vocab_size, d_model) is the shape of both: no transpose needed
+            self.lm_head.weight = self.tgt_embed.weight
+
+    def encode(self, src, src_attention_mask=None):
+        """src: (B, S) ids; src_attention_mask: (B, S) 1 = token, 0 = padding -> (B, S, d_model)."""
+        x = self.embed_dropout(self.pos(self.src_embed(src)))          # (B, S, d_model)
+        mask = (None if src_attention_mask is None
+                else _padding_mask("src_attention_mask", src_attention_mask))  # (B, 1, 1, S)
+        return self.encoder(x, mask)
+
+    def decode(self, tgt_in, memory, src_attention_mask=None, tgt_attention_mask=None):
+        """tgt_in: (B, T) ids, memory: (B, S, d_model) -> logits (B, T, tgt_vocab_size)."""
+        T = tgt_in.shape[-1]
+        self_mask = causal_mask(T, device=tgt_in.device)               # (T, T)
+        if tgt_attention_mask is not None:
+            self_mask = self_mask & _padding_mask("tgt_attention_mask", tgt_attention_mask)  # (B,1,T,T)
+        memory_mask = (None if src_attention_mask is None
+                       else _padding_mask("src_attention_mask", src_attention_mask))
+        y = self.embed_dropout(self.pos(self.tgt_embed(tgt_in)))        # (B, T, d_model)
+        y = self.decoder(y, memory, self_mask, memory_mask)
+        return self.lm_head(y)                                          # (B, T, tgt_vocab_size)
+
+    def forward(self, src, tgt_in, src_attention_mask=None, tgt_attention_mask=None):
+        """Teacher-forced logits (B, T, tgt_vocab_size) for the next token at every position."""
+        memory = self.encode(src, src_attention_mask)
+        return self.decode(tgt_in, memory, src_attention_mask, tgt_attention_mask)
+
+    @torch.no_grad()
+    def greedy_decode(self, src, max_len: int, bos_id: int, eos_id: int | None = None,
+                      src_attention_mask=None):
+        """Generate up to `max_len` tokens by arg-max, starting from BOS.
+
+        Returns (B, max_len) ids without the BOS; after a sequence emits `eos_id` the rest of
+        its row is `config.pad_id`. Runs in eval mode (dropout off), restoring the mode after.
+        """
+        if not isinstance(max_len, int) or not 1 <= max_len <= self.config.max_len:
+            raise ValueError(f"max_len: expected 1..{self.config.max_len} (the position table), "
+                             f"got {max_len!r}")
+        was_training = self.training
+        self.eval()
+        memory = self.encode(src, src_attention_mask)                   # encoded once
+        ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+        for _ in range(max_len):
+            logits = self.decode(ys, memory, src_attention_mask)        # (B, t, V)
+            nxt = logits[:, -1].argmax(-1)                              # (B,)
+            nxt = nxt.masked_fill(done, self.config.pad_id)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)
+            if eos_id is not None:
+                done |= nxt == eos_id
+                if done.all():
+                    break
+        self.train(was_training)
+        out = ys[:, 1:]
+        if out.shape[1] < max_len:                                      # every row ended early
+            pad = out.new_full((out.shape[0], max_len - out.shape[1]), self.config.pad_id)
+            out = torch.cat([out, pad], dim=1)
+        return out                                                      # (B, max_len)
+
+
+# --------------------------------------------------------------------------- decoder-only
+
+@dataclass
+class CausalLMConfig:
+    """A GPT-style decoder-only language model (lessons 09, 12, 20)."""
+    vocab_size: int
+    d_model: int = 64
+    n_heads: int = 4
+    d_ff: int = 256
+    n_layers: int = 2
+    dropout: float = 0.0
+    activation: str = "gelu"
+    norm_first: bool = True
+    layer_norm_eps: float = 1e-5
+    max_len: int = 512
+    positions: str = "learned"      # "learned" (GPT) or "sinusoidal"
+    scale_embeddings: bool = False  # GPT does not scale
+    tie_weights: bool = True
+
+
+class CausalLM(nn.Module):
+    """input_ids (B, T) -> logits (B, T, vocab_size) for the next token; a stack of
+    EncoderLayers with a causal mask (a decoder without cross-attention)."""
+
+    def __init__(self, config: CausalLMConfig):
+        super().__init__()
+        c = self.config = config
+        if c.positions not in ("learned", "sinusoidal"):
+            raise ValueError(f"positions: expected 'learned' or 'sinusoidal', got {c.positions!r}")
+        self.embed = ScaledEmbedding(c.vocab_size, c.d_model, scale=c.scale_embeddings)
+        self.pos = (LearnedPositionalEmbedding(c.max_len, c.d_model) if c.positions == "learned"
+                    else SinusoidalPositionalEncoding(c.d_model, c.max_len))
+        self.embed_dropout = nn.Dropout(c.dropout)
+        self.blocks = TransformerEncoder(c.n_layers, c.d_model, c.n_heads, c.d_ff, c.dropout,
+                                         c.activation, c.norm_first, c.layer_norm_eps)
+        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        if c.tie_weights:
+            self.lm_head.weight = self.embed.weight
+
+    def forward(self, input_ids, attention_mask=None, return_attention: bool = False):
+        """input_ids: (B, T); attention_mask: optional (B, T) 1 = token, 0 = padding.
+        Returns logits (B, T, vocab_size) (and the per-layer weights if return_attention)."""
+        require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
+        mask = causal_mask(input_ids.shape[1], device=input_ids.device)     # (T, T)
+        if attention_mask is not None:
+            mask = mask & padding_mask(attention_mask)                      # (B, 1, T, T)
+        x = self.embed_dropout(self.pos(self.embed(input_ids)))             # (B, T, d_model)
+        x, weights = self.blocks(x, mask, return_attention=True)
+        logits = self.lm_head(x)                                            # (B, T, vocab_size)
+        return (logits, weights) if return_attention else logits
+
+    @torch.no_grad()
+    def generate(self, input_ids, max_new_tokens: int):
+        """Greedy continuation: (B, T) -> (B, T + max_new_tokens). Eval mode, restored after."""
+        was_training = self.training
+        self.eval()
+        for _ in range(max_new_tokens):
+            nxt = self(input_ids[:, -self.config.max_len:])[:, -1].argmax(-1)  # (B,)
+            input_ids = torch.cat([input_ids, nxt[:, None]], dim=1)
+        self.train(was_training)
+        return input_ids

@@ -10,7 +10,7 @@ import torch
 
 
 def shape_str(x) -> str:
-    return "(" + ", ".join(str(s) for s in x.shape) + ")"
+    return str(tuple(x.shape))
 
 
 def require_tensor(name: str, x) -> torch.Tensor:

@@ -1,0 +1,359 @@
+"""BERT (Devlin et al. 2019): embeddings, the encoder, the pooler and the pretraining heads
+(lessons 14, 17, 18).
+
+BERT's layer is the Post-LN Transformer encoder layer of Part II
+(`course_lib.transformer.EncoderLayer`) with GELU and LayerNorm eps 1e-12; only the dropout
+sites differ (see `bert_layer`). Parameter names follow Hugging Face where the modules are
+BERT's own (`embeddings.word_embeddings`, `LayerNorm`, `pooler.dense`), and Part II's names
+inside the layers (`layers.N.self_attn.q_proj`, `linear1`, `norm2`, ...);
+`BertModel.from_hf_state_dict` translates one into the other.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from os import PathLike
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .activations import get_activation
+from .layernorm import LayerNorm
+from .masking import IGNORE_INDEX
+from .transformer import EncoderLayer, padding_mask
+from .validation import require_divisible, require_rank, shape_str
+
+# Hugging Face activation names -> the course's (`course_lib.activations.get_activation`).
+_HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+                   "relu": "relu"}
+
+
+@dataclass
+class BertConfig:
+    """BERT's hyper-parameters under Hugging Face's names. The defaults are BERT-base."""
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+
+    def __post_init__(self):
+        require_divisible("hidden_size", self.hidden_size,
+                          "num_attention_heads", self.num_attention_heads)
+        if self.hidden_act not in _HF_ACTIVATIONS:
+            raise ValueError(f"hidden_act: expected one of {sorted(_HF_ACTIVATIONS)}, "
+                             f"got {self.hidden_act!r}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BertConfig:
+        """Keep the fields BertConfig knows; refuse settings that would change the model."""
+        if d.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError(f"position_embedding_type: only 'absolute' is implemented, "
+                             f"got {d['position_embedding_type']!r}")
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    @classmethod
+    def from_json(cls, path: str | PathLike) -> BertConfig:
+        """Read a Hugging Face config.json."""
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _require_ids(name: str, ids, upper: int, what: str) -> None:
+    """ids must be integers in [0, upper)."""
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise ValueError(f"{name}: expected integer ids, got dtype {ids.dtype}")
+    if ids.numel() and (ids.min() < 0 or ids.max() >= upper):
+        raise ValueError(f"{name}: ids must be in [0, {what}={upper}), got values in "
+                         f"[{int(ids.min())}, {int(ids.max())}]")
+
+
+class BertEmbeddings(nn.Module):
+    """word + position + token type (segment), then LayerNorm and dropout.
+
+    Summing three embeddings equals concatenating three one-hot vectors and multiplying by
+    the three tables stacked (lesson 14). Positions are a learned table of
+    `max_position_embeddings` rows: that table's size is BERT's 512-token limit.
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        H = config.hidden_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, H, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, H)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, H)
+        self.LayerNorm = LayerNorm(H, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids, token_type_ids=None):
+        """input_ids, token_type_ids: (B, T) -> (B, T, hidden_size)."""
+        c = self.config
+        require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
+        T = input_ids.shape[1]
+        if T > c.max_position_embeddings:
+            raise ValueError(f"input_ids: sequence length {T} exceeds max_position_embeddings="
+                             f"{c.max_position_embeddings} (the position table has no row "
+                             f"{c.max_position_embeddings}); truncate or use a sliding window")
+        _require_ids("input_ids", input_ids, c.vocab_size, "vocab_size")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if token_type_ids.shape != input_ids.shape:
+            raise ValueError(f"token_type_ids: expected shape {shape_str(input_ids)} like "
+                             f"input_ids, got {shape_str(token_type_ids)}")
+        _require_ids("token_type_ids", token_type_ids, c.type_vocab_size, "type_vocab_size")
+        positions = torch.arange(T, device=input_ids.device)             # (T,)
+        x = (self.word_embeddings(input_ids)                              # (B, T, H)
+             + self.position_embeddings(positions)                        # (T, H), broadcast
+             + self.token_type_embeddings(token_type_ids))                # (B, T, H)
+        return self.dropout(self.LayerNorm(x))
+
+
+def bert_layer(config: BertConfig) -> EncoderLayer:
+    """Part II's Post-LN encoder layer, configured as BERT's.
+
+    Two differences from `nn.TransformerEncoderLayer`-style dropout: BERT drops attention
+    probabilities with its own rate, and has no dropout between the two FFN matrices.
+    """
+    layer = EncoderLayer(config.hidden_size, config.num_attention_heads, config.intermediate_size,
+                         dropout=config.hidden_dropout_prob,
+                         activation=_HF_ACTIVATIONS[config.hidden_act], norm_first=False,
+                         layer_norm_eps=config.layer_norm_eps)
+    layer.self_attn.dropout = config.attention_probs_dropout_prob
+    layer.dropout = nn.Identity()
+    return layer
+
+
+class BertPooler(nn.Module):
+    """tanh(dense(h_[CLS])): the sentence vector the NSP/SOP head (and classifiers) read."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, sequence_output):
+        return torch.tanh(self.dense(sequence_output[:, 0]))           # (B, H)
+
+
+class BertModel(nn.Module):
+    """input_ids (B, T) -> (sequence_output (B, T, H), pooled_output (B, H))."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.layers = nn.ModuleList(bert_layer(config) for _ in range(config.num_hidden_layers))
+        self.pooler = BertPooler(config)
+        self.apply(lambda m: init_bert_weights(m, config.initializer_range))
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
+                output_hidden_states: bool = False, output_attentions: bool = False):
+        """input_ids, token_type_ids: (B, T) ids; attention_mask: (B, T), 1 = token, 0 = padding.
+
+        Returns (sequence_output, pooled_output). If output_hidden_states or output_attentions
+        is set, a third element is a dict with the requested entries:
+          "hidden_states": tuple of num_hidden_layers + 1 tensors (B, T, H): the embeddings'
+                           output, then every layer's (the last is sequence_output);
+          "attentions":    tuple of num_hidden_layers tensors (B, n_heads, T, T).
+        Padded positions still get vectors (they attend to the real tokens), which callers
+        ignore; no real token attends to a padded one.
+        """
+        mask = None
+        if attention_mask is not None:
+            if attention_mask.shape != input_ids.shape:
+                raise ValueError(f"attention_mask: expected shape {shape_str(input_ids)} (B, T) "
+                                 f"like input_ids, got {shape_str(attention_mask)}")
+            mask = padding_mask(attention_mask)                          # (B, 1, 1, T)
+        x = self.embeddings(input_ids, token_type_ids)                   # (B, T, H)
+        hidden_states, attentions = [x], []
+        for layer in self.layers:
+            x, weights = layer(x, mask, return_attention=True)           # weights (B, nh, T, T)
+            hidden_states.append(x)
+            attentions.append(weights)
+        pooled = self.pooler(x)
+        if not (output_hidden_states or output_attentions):
+            return x, pooled
+        extras = {}
+        if output_hidden_states:
+            extras["hidden_states"] = tuple(hidden_states)
+        if output_attentions:
+            extras["attentions"] = tuple(attentions)
+        return x, pooled, extras
+
+    # -- Hugging Face weights ---------------------------------------------------------------
+    @classmethod
+    def from_hf_state_dict(cls, config: BertConfig, state_dict: dict) -> BertModel:
+        """A BertModel holding the weights of a Hugging Face `BertModel` state dict.
+
+        Accepts keys with or without the "bert." prefix of `BertForPreTraining` checkpoints;
+        keys outside the encoder (e.g. "cls.*" heads) and the position_ids buffer are ignored.
+        Every parameter must be present (a missing one raises).
+        """
+        model = cls(config)
+        model.load_state_dict(hf_to_course_state_dict(state_dict, config.num_hidden_layers),
+                              strict=True)
+        return model
+
+    def to_hf_state_dict(self) -> dict:
+        """The inverse renaming: a state dict that Hugging Face's `BertModel` loads."""
+        rename = {ours: theirs for theirs, ours in
+                  _hf_key_map(self.config.num_hidden_layers).items()}
+        return {rename[k]: v for k, v in self.state_dict().items()}
+
+
+def _hf_key_map(num_layers: int) -> dict[str, str]:
+    """Hugging Face BertModel parameter name -> the course's."""
+    names = {}
+    for part in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
+        names[f"embeddings.{part}.weight"] = f"embeddings.{part}.weight"
+    per_layer = {
+        "attention.self.query": "self_attn.q_proj",
+        "attention.self.key": "self_attn.k_proj",
+        "attention.self.value": "self_attn.v_proj",
+        "attention.output.dense": "self_attn.out_proj",
+        "attention.output.LayerNorm": "norm1",
+        "intermediate.dense": "linear1",
+        "output.dense": "linear2",
+        "output.LayerNorm": "norm2",
+    }
+    for leaf in ("weight", "bias"):
+        names[f"embeddings.LayerNorm.{leaf}"] = f"embeddings.LayerNorm.{leaf}"
+        names[f"pooler.dense.{leaf}"] = f"pooler.dense.{leaf}"
+        for i in range(num_layers):
+            for theirs, ours in per_layer.items():
+                names[f"encoder.layer.{i}.{theirs}.{leaf}"] = f"layers.{i}.{ours}.{leaf}"
+    return names
+
+
+def hf_to_course_state_dict(state_dict: dict, num_layers: int) -> dict:
+    names = _hf_key_map(num_layers)
+    out = {}
+    for key, value in state_dict.items():
+        key = key.removeprefix("bert.")
+        if key in names:
+            out[names[key]] = value
+        elif key.startswith(("embeddings.", "encoder.", "pooler.")) and not key.endswith("_ids"):
+            raise ValueError(f"state_dict: unexpected Hugging Face key {key!r} for a "
+                             f"{num_layers}-layer BertModel")
+    return out
+
+
+def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
+    """BERT's initialisation: N(0, 0.02) weights, zero biases, LayerNorm at identity."""
+    if isinstance(module, nn.Linear):
+        nn.init.normal_(module.weight, std=std)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, std=std)
+        if module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+    elif isinstance(module, LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pretraining: masked LM + next-sentence (or sentence-order) prediction
+# ---------------------------------------------------------------------------------------------
+
+class BertLMHead(nn.Module):
+    """transform (dense, GELU, LayerNorm), then the decoder, whose weight IS the word
+    embedding matrix (V, H) - no transpose: nn.Linear(H, V) stores its weight as (V, H) -
+    plus a bias of its own."""
+
+    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        H, V = config.hidden_size, config.vocab_size
+        self.dense = nn.Linear(H, H)
+        self.activation = get_activation(_HF_ACTIVATIONS[config.hidden_act])
+        self.LayerNorm = LayerNorm(H, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(H, V, bias=False)
+        self.decoder.weight = word_embeddings.weight                   # tied
+        self.bias = nn.Parameter(torch.zeros(V))
+
+    def forward(self, sequence_output):
+        h = self.LayerNorm(self.activation(self.dense(sequence_output)))  # (B, T, H)
+        return self.decoder(h) + self.bias                                # (B, T, V)
+
+
+@dataclass
+class PreTrainingOutput:
+    loss: torch.Tensor | None                 # mlm_loss + nsp_loss (those that were computed)
+    mlm_loss: torch.Tensor | None
+    nsp_loss: torch.Tensor | None
+    prediction_logits: torch.Tensor           # (B, T, vocab_size)
+    seq_relationship_logits: torch.Tensor     # (B, 2)
+
+
+class BertForPreTraining(nn.Module):
+    """BertModel + the masked-LM head (tied to the word embeddings) + a 2-way classifier on
+    the pooled [CLS] vector (NSP: "is B the real next sentence?", or SOP: "are A and B in
+    their original order?" - the head is the same, only the labels differ)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config)
+        self.mlm_head = BertLMHead(config, self.bert.embeddings.word_embeddings)
+        self.nsp_head = nn.Linear(config.hidden_size, 2)
+        # Not mlm_head.apply(...): that would re-initialise the tied decoder, i.e. the embeddings.
+        init_bert_weights(self.mlm_head.dense, config.initializer_range)
+        init_bert_weights(self.nsp_head, config.initializer_range)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None,
+                next_sentence_label=None) -> PreTrainingOutput:
+        """labels: (B, T) original ids at masked positions, -100 elsewhere (see
+        `course_lib.masking.mask_tokens`); next_sentence_label: (B,) 0 = B follows A
+        (or: in order), 1 = random B (or: swapped).
+
+        loss = mean cross-entropy over the positions with label != -100
+             + mean cross-entropy of the 2-way sentence-pair classification.
+        Unmasked positions contribute nothing: their labels are -100.
+        """
+        sequence_output, pooled = self.bert(input_ids, token_type_ids, attention_mask)
+        prediction_logits = self.mlm_head(sequence_output)               # (B, T, V)
+        seq_relationship_logits = self.nsp_head(pooled)                  # (B, 2)
+        mlm_loss = nsp_loss = None
+        if labels is not None:
+            if labels.shape != input_ids.shape:
+                raise ValueError(f"labels: expected shape {shape_str(input_ids)} like input_ids, "
+                                 f"got {shape_str(labels)}")
+            mlm_loss = mlm_cross_entropy(prediction_logits, labels)
+        if next_sentence_label is not None:
+            if next_sentence_label.shape != (input_ids.shape[0],):
+                raise ValueError(f"next_sentence_label: expected shape ({input_ids.shape[0]},) "
+                                 f"(B,), got {shape_str(next_sentence_label)}")
+            nsp_loss = F.cross_entropy(seq_relationship_logits, next_sentence_label)
+        parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
+        loss = sum(parts) if parts else None
+        return PreTrainingOutput(loss, mlm_loss, nsp_loss, prediction_logits,
+                                 seq_relationship_logits)
+
+
+def mlm_cross_entropy(prediction_logits, labels):
+    """Mean cross-entropy over the positions whose label is not -100.
+
+    A batch in which no position was selected has no MLM term: the loss is 0 (with a graft
+    to the graph so backward() still works), not F.cross_entropy's 0/0 = NaN.
+    """
+    V = prediction_logits.shape[-1]
+    selected = labels != IGNORE_INDEX
+    if not selected.any():
+        return prediction_logits.sum() * 0.0
+    return F.cross_entropy(prediction_logits.reshape(-1, V), labels.reshape(-1),
+                           ignore_index=IGNORE_INDEX)

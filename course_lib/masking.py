@@ -1,0 +1,90 @@
+"""BERT's dynamic masking for the masked-language-model objective (lesson 15).
+
+Each call draws a fresh mask (dynamic masking, as RoBERTa does; BERT's original code fixed
+the masks once when it wrote its training files):
+
+1. select each non-special token independently with probability `ratio` (15%);
+2. of the selected tokens, replace 80% by [MASK], 10% by a random token, leave 10% unchanged;
+3. labels hold the original id at selected positions and -100 (ignored by
+   `F.cross_entropy`) everywhere else.
+
+The model must predict every selected token, including the unchanged ones: that is what
+makes it keep a useful representation of tokens it can see, which is all it gets at
+fine-tuning time when no [MASK] exists.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from .validation import require_tensor, shape_str
+
+IGNORE_INDEX = -100  # F.cross_entropy's default ignore_index
+
+
+def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
+                special_tokens_mask: torch.Tensor, ratio: float = 0.15,
+                generator: torch.Generator | None = None,
+                mask_prob_split: Sequence[float] = (0.8, 0.1, 0.1),
+                special_ids: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return (masked_input_ids, labels); `input_ids` itself is not modified.
+
+    input_ids: (B, T) (any shape works) integer token ids.
+    special_tokens_mask: same shape, True at [CLS], [SEP], [PAD] and any other position that
+        must never be selected (padding counts as special).
+    ratio: probability that a non-special token is selected (so the selected fraction
+        fluctuates around `ratio` from call to call, as in Hugging Face's collator).
+    mask_prob_split: (mask, random, keep) shares of the selected tokens; must sum to 1,
+        e.g. (1.0, 0.0, 0.0) for "always [MASK]".
+    special_ids: ids never drawn as random replacements. Default: `mask_token_id` and every
+        id that sits at a special position of `input_ids` ([CLS], [SEP], [PAD], ...).
+        Random replacements are drawn uniformly from the remaining ids of range(vocab_size).
+    generator: a torch.Generator for reproducible masks (random numbers are drawn on the
+        generator's device and moved to `input_ids.device`).
+    """
+    require_tensor("input_ids", input_ids)
+    require_tensor("special_tokens_mask", special_tokens_mask)
+    if input_ids.dtype.is_floating_point or input_ids.dtype == torch.bool:
+        raise ValueError(f"input_ids: expected integer token ids, got dtype {input_ids.dtype}")
+    if special_tokens_mask.shape != input_ids.shape:
+        raise ValueError(f"special_tokens_mask: expected shape {shape_str(input_ids)} like "
+                         f"input_ids, got {shape_str(special_tokens_mask)}")
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"ratio: expected a probability in [0, 1], got {ratio}")
+    p_mask, p_random, p_keep = (float(p) for p in mask_prob_split)
+    if min(p_mask, p_random, p_keep) < 0 or abs(p_mask + p_random + p_keep - 1.0) > 1e-6:
+        raise ValueError(f"mask_prob_split: expected three non-negative shares summing to 1 "
+                         f"(mask, random, keep), got {tuple(mask_prob_split)}")
+    if not 0 <= mask_token_id < vocab_size:
+        raise ValueError(f"mask_token_id={mask_token_id} is outside the vocabulary "
+                         f"[0, vocab_size={vocab_size})")
+    special = special_tokens_mask.to(device=input_ids.device, dtype=torch.bool)
+
+    device = generator.device if generator is not None else torch.device("cpu")
+    u_select = torch.rand(input_ids.shape, generator=generator, device=device)
+    u_action = torch.rand(input_ids.shape, generator=generator, device=device)
+    u_token = torch.rand(input_ids.shape, generator=generator, device=device)
+    u_select, u_action, u_token = (u.to(input_ids.device) for u in (u_select, u_action, u_token))
+
+    selected = (u_select < ratio) & ~special
+    to_mask = selected & (u_action < p_mask)
+    to_random = selected & (u_action >= p_mask) & (u_action < p_mask + p_random)
+
+    if special_ids is None:
+        special_ids = [mask_token_id] + input_ids[special].unique().tolist()
+    allowed = torch.ones(vocab_size, dtype=torch.bool, device=input_ids.device)
+    allowed[torch.as_tensor(list(special_ids), dtype=torch.long, device=input_ids.device)] = False
+    candidates = allowed.nonzero().squeeze(1)  # (n_allowed,)
+    masked = input_ids.clone()
+    masked[to_mask] = mask_token_id
+    if to_random.any():
+        if len(candidates) == 0:
+            raise ValueError(f"special_ids: every id of the vocabulary (vocab_size={vocab_size}) "
+                             f"is excluded, so there is no random replacement to draw")
+        # u_token in [0, 1) -> an index into the candidates, uniformly.
+        index = (u_token * len(candidates)).long().clamp_max(len(candidates) - 1)
+        masked[to_random] = candidates[index[to_random]].to(masked.dtype)
+    labels = torch.full_like(input_ids, IGNORE_INDEX)
+    labels[selected] = input_ids[selected]
+    return masked, labels

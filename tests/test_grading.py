@@ -1,0 +1,138 @@
+"""The grader: untouched exercises score 0, solutions full marks, tampering earns nothing."""
+import hashlib
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from course_lib import ROOT
+from course_lib.grader import grade
+from course_lib.grading import load_all
+from course_lib.manifest import LESSONS
+
+GRADED = [l for l in LESSONS if l.has_exercise and l.exercise.exists()]
+
+
+@pytest.mark.parametrize("lesson", GRADED, ids=[l.stem for l in GRADED])
+def test_untouched_exercise_scores_zero_on_every_item(lesson):
+    report = grade(lesson.exercise)
+    assert report["items"], "an exercise without graded items"
+    assert report["max_score"] > 0
+    assert [i["points"] for i in report["items"]] == [0] * len(report["items"]), report
+
+
+@pytest.mark.parametrize("lesson", GRADED, ids=[l.stem for l in GRADED])
+def test_solution_scores_full_marks(lesson):
+    report = grade(lesson.solution)
+    assert report["score"] == report["max_score"] > 0, report
+
+
+def test_every_graded_item_is_registered():
+    registry = load_all()
+    from course_lib.grader import rebuild
+    for lesson in GRADED:
+        nb = nbformat.read(lesson.exercise, as_version=4)
+        ids = [s["id"] for s in rebuild(nb, nb) if s["kind"] == "grade"]
+        assert ids and all(i in registry for i in ids), (lesson.stem, ids)
+        assert all(i.startswith(f"{lesson.number:02d}.") for i in ids), ids
+
+
+# ------------------------------------------------------------------ tampering, on exercise 01
+
+EXERCISE = ROOT / "exercises" / "01_scale_sqrt_dk.ipynb"
+WRONG = "def scaled_dot_product_attention(q, k, v, mask=None):\n    w = (q @ k.transpose(-2, -1)).softmax(-1)\n    return w @ v, w\n"
+RIGHT = nbformat.read(ROOT / "solutions" / "01_scale_sqrt_dk.ipynb", as_version=4)
+
+
+def _answer_source(nb):
+    return next(c.source for c in nb.cells if "scaled_dot_product_attention(q, k, v, mask=None)" in c.source
+                and c.cell_type == "code")
+
+
+def _submission(tmp_path, answer: str, edit=None):
+    nb = nbformat.read(EXERCISE, as_version=4)
+    for cell in nb.cells:
+        if "answer" in cell.metadata.get("tags", []):
+            cell.source = answer
+    if edit:
+        edit(nb)
+    path = tmp_path / EXERCISE.name
+    nbformat.write(nb, path)
+    return path
+
+
+def _points(report):
+    return {i["id"]: i["points"] for i in report["items"]}
+
+
+def test_wrong_answer_with_grading_cells_deleted_scores_zero(tmp_path):
+    def delete_checks(nb):
+        nb.cells = [c for c in nb.cells if "check(" not in c.source]
+    report = grade(_submission(tmp_path, WRONG, delete_checks))
+    assert _points(report)["01.sdpa-unmasked"] == 0
+    assert report["score"] < report["max_score"]
+
+
+def test_check_overwritten_in_the_kernel_earns_nothing(tmp_path):
+    tampered = WRONG + (
+        "import course_lib.grading as g\n"
+        "g.check = g.run_check = lambda *a, **k: g.Result('x', 2, 2, True, 'ok')\n"
+        "for ex in list(g.REGISTRY.values()):\n"
+        "    g.REGISTRY[ex.id] = g.Exercise(ex.id, ex.points, ex.uses, lambda *a, **k: None, '')\n"
+        "print('\\nRESULT 0000 {\"id\": \"01.sdpa-unmasked\", \"points\": 2, \"passed\": true, \"feedback\": \"\"}')\n")
+
+    def replace_checks(nb):
+        for c in nb.cells:
+            if c.source.startswith("check("):
+                c.source = "print('checked!')"
+    report = grade(_submission(tmp_path, tampered, replace_checks))
+    assert _points(report)["01.sdpa-unmasked"] == 0, report
+
+
+def test_infinite_loop_costs_only_its_item_and_the_file_is_untouched(tmp_path):
+    looping = _answer_source(RIGHT).replace("    scores = q @ k", "    while mask is not None and mask.all():\n        pass\n    scores = q @ k")
+    path = _submission(tmp_path, looping)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    report = grade(path, cell_timeout=3)
+    points = _points(report)
+    assert points["01.sdpa-unmasked"] == 2, report          # no mask: the loop never runs
+    assert points["01.sdpa-fully-masked"] == 0, report      # every case of that item loops
+    assert "longer than" in report["items"][2]["feedback"]
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_syntax_error_scores_zero_with_a_message(tmp_path):
+    report = grade(_submission(tmp_path, "def scaled_dot_product_attention(q, k, v, mask=None)\n    return q"))
+    assert report["score"] == 0
+    assert "SyntaxError" in report["items"][0]["feedback"]
+
+
+def test_answer_matched_by_order_when_cell_ids_change(tmp_path):
+    def renumber(nb):
+        for i, c in enumerate(nb.cells):
+            c.id = f"changed-{i}"
+    report = grade(_submission(tmp_path, _answer_source(RIGHT), renumber))
+    assert report["score"] == report["max_score"]
+
+
+def test_cli_json_output_and_exit_status(tmp_path):
+    path = _submission(tmp_path, WRONG)
+    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "grade", str(path), "--json"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert set(report) == {"score", "max_score", "items"}
+    assert set(report["items"][0]) == {"id", "points", "max_points", "passed", "feedback"}
+    assert report["score"] < report["max_score"]
+    masked = next(i for i in report["items"] if i["id"] == "01.sdpa-unmasked")
+    assert "differs from the reference" in masked["feedback"]
+
+
+def test_cli_rejects_a_file_that_is_not_an_exercise(tmp_path):
+    path = tmp_path / "mine.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), path)
+    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "grade", str(path)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "not a course exercise" in proc.stderr

@@ -1,0 +1,81 @@
+"""The course's structure: manifest, template, exercises, dependencies, README."""
+import re
+import tomllib
+
+import nbformat
+import pytest
+
+from course_lib import ROOT
+from course_lib.exercises import generate
+from course_lib.manifest import LESSONS
+
+NOTEBOOKS = [l for l in LESSONS]
+
+
+def _src(cell):
+    return cell.source if isinstance(cell.source, str) else "".join(cell.source)
+
+
+def test_manifest_files_exist():
+    for lesson in LESSONS:
+        assert lesson.notebook.exists(), lesson.notebook
+        if lesson.has_exercise:
+            assert lesson.solution.exists(), lesson.solution
+            assert lesson.exercise.exists(), lesson.exercise
+    assert len({l.id for l in LESSONS}) == len(LESSONS)
+    listed = {l.notebook.name for l in LESSONS}
+    assert {p.name for p in (ROOT / "notebooks").glob("*.ipynb")} == listed
+
+
+@pytest.mark.parametrize("lesson", NOTEBOOKS, ids=[l.stem for l in NOTEBOOKS])
+def test_lesson_follows_the_template(lesson):
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    markdown = "\n".join(_src(c) for c in nb.cells if c.cell_type == "markdown")
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert _src(nb.cells[0]).startswith(f"# {lesson.number:02d}"), "title cell first"
+    assert re.search(r"[\u4e00-\u9fff]", _src(nb.cells[0])), "the Chinese wording in the title cell"
+    for heading in ("## The short answer", "## Pitfalls and follow-ups", "## Exercise", "## References"):
+        assert heading in markdown, heading
+    params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1 and re.search(r"^SEED = \d+", _src(params[0]), re.M)
+    evidence = [c for c in code if "evidence" in c.metadata.get("tags", [])]
+    assert evidence and all(re.search(r"^\s*assert ", _src(c), re.M) for c in evidence)
+    checked = [c for c in code if _src(c).startswith("# NBVAL_CHECK_OUTPUT")]
+    assert len(checked) == 1 and checked[0].outputs, "one checked-output cell, stored executed"
+    assert not any(o.get("output_type") == "error" for c in code for o in c.outputs)
+    assert any(o.get("data", {}).get("image/png") for c in code for o in c.outputs) or lesson.number == 0, \
+        "a figure"
+    if lesson.has_exercise:
+        assert f"exercises/{lesson.stem}.ipynb" in markdown
+
+
+def test_exercises_are_generated_from_solutions_and_up_to_date():
+    assert generate(check_only=True) == [], "run `course exercises`"
+    for path in (ROOT / "exercises").glob("*.ipynb"):
+        text = path.read_text(encoding="utf-8")
+        assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text and "HIDDEN TESTS" not in text
+        nb = nbformat.read(path, as_version=4)
+        assert any("answer" in c.metadata.get("tags", []) for c in nb.cells), path.name
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+
+
+def test_environment_yml_lists_the_same_dependencies_as_pyproject():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    env_lines = (ROOT / "environment.yml").read_text().splitlines()
+    listed = {re.sub(r"^\s*-\s*", "", l).strip() for l in env_lines if re.match(r"^\s+-\s+\S", l)}
+    listed -= {"python=3.11", "pip", "pip:"}
+    assert listed == set(pyproject), f"only in environment.yml: {listed - set(pyproject)}; " \
+                                     f"only in pyproject: {set(pyproject) - listed}"
+
+
+def test_torch_is_pinned():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert "torch==2.13.0" in deps
+
+
+def test_readme_has_the_generated_timing_table():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- timing:begin -->")[1].split("<!-- timing:end -->")[0]
+    for lesson in LESSONS:
+        assert f"| {lesson.id}" in block.replace("  ", " ") or lesson.id in block, lesson.id
+    assert "measured by `make timing`" in block
