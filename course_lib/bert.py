@@ -344,6 +344,26 @@ class BertForPreTraining(nn.Module):
         return PreTrainingOutput(loss, mlm_loss, nsp_loss, prediction_logits,
                                  seq_relationship_logits)
 
+    @classmethod
+    def from_hf_state_dict(cls, config: BertConfig, state_dict: dict) -> BertForPreTraining:
+        """Load a Hugging Face `BertForPreTraining` state dict ("bert.*" and "cls.*" keys)."""
+        heads = {"cls.predictions.transform.dense": "mlm_head.dense",
+                 "cls.predictions.transform.LayerNorm": "mlm_head.LayerNorm",
+                 "cls.seq_relationship": "nsp_head"}
+        out = {"bert." + k: v for k, v in
+               hf_to_course_state_dict(state_dict, config.num_hidden_layers).items()}
+        for key, value in state_dict.items():
+            prefix, _, leaf = key.rpartition(".")
+            if prefix in heads:
+                out[f"{heads[prefix]}.{leaf}"] = value
+            elif key == "cls.predictions.bias":
+                out["mlm_head.bias"] = value
+            # cls.predictions.decoder.* is the tied embedding (and the same bias) again
+        out["mlm_head.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]
+        model = cls(config)
+        model.load_state_dict(out, strict=True)
+        return model
+
 
 def mlm_cross_entropy(prediction_logits, labels):
     """Mean cross-entropy over the positions whose label is not -100.

@@ -7,8 +7,6 @@ its learned table has 512 rows).
 """
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm.std import tqdm  # text bars: readable in stored notebooks, no widget dependency
 
 from . import ROOT
 from .manifest import LESSONS, Lesson

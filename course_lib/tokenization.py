@@ -22,6 +22,7 @@ one Google describes for WordPiece and Hugging Face teaches in its course.)
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 import unicodedata
@@ -44,6 +45,7 @@ _WHITESPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000
                         + "".join(chr(c) for c in range(0x2000, 0x200B)))
 
 
+@functools.lru_cache(maxsize=None)
 def _is_control(char: str) -> bool:
     """Characters BERT deletes: control, format (e.g. zero-width space), private use.
 
@@ -55,6 +57,7 @@ def _is_control(char: str) -> bool:
     return unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs")
 
 
+@functools.lru_cache(maxsize=None)
 def _is_punctuation(char: str) -> bool:
     """Unicode punctuation (P*) plus every non-alphanumeric printable ASCII symbol.
 
@@ -75,8 +78,16 @@ def _is_cjk(cp: int) -> bool:
             or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
 
 
+# ASCII needs no Unicode look-ups: drop control codes, tab/newline/return become spaces.
+_ASCII_CLEAN = {c: None for c in [*range(32), 127] if chr(c) not in "\t\n\r"}
+_ASCII_CLEAN.update({ord(c): " " for c in "\t\n\r"})
+
+
 def normalize(text: str, lowercase: bool = True, strip_accents: bool | None = None) -> str:
     """BERT's normaliser; `strip_accents=None` means "strip when lower-casing" (as in BERT)."""
+    if text.isascii():  # a fast path with the same result
+        text = text.translate(_ASCII_CLEAN)
+        return text.lower() if lowercase else text
     chars = []
     for char in text:
         if char in ("\x00", "\ufffd") or _is_control(char):
@@ -102,6 +113,12 @@ def pre_tokenize(text: str) -> list[str]:
     """Split normalised text on spaces and around every punctuation character."""
     words = []
     for chunk in text.split(" "):
+        if chunk.isalnum():  # the common case: a plain word
+            words.append(chunk)
+            continue
+        if chunk.isascii():
+            words += [w for w in re.split(r"([!-/:-@\[-`{-~])", chunk) if w]
+            continue
         current = ""
         for char in chunk:
             if _is_punctuation(char):
@@ -185,6 +202,7 @@ class WordPieceTokenizer:
                 raise ValueError(f"{name}={getattr(self, name)!r} is not in the vocabulary")
         self.max_position_embeddings = max_position_embeddings
         self.max_input_chars_per_word = max_input_chars_per_word
+        self._pieces_cache: dict[str, list[str]] = {}  # word -> pieces; words repeat a lot
         specials = sorted(self.special_tokens, key=len, reverse=True)
         self._special_re = re.compile("(" + "|".join(re.escape(t) for t in specials) + ")")
 
@@ -238,7 +256,13 @@ class WordPieceTokenizer:
                 tokens.append(part)
                 continue
             for word in basic_tokenize(part, lowercase=self.lowercase):
-                tokens += wordpiece(word, self.vocab, self.unk_token, self.max_input_chars_per_word)
+                pieces = self._pieces_cache.get(word)
+                if pieces is None:
+                    pieces = wordpiece(word, self.vocab, self.unk_token,
+                                       self.max_input_chars_per_word)
+                    if len(self._pieces_cache) < 1_000_000:
+                        self._pieces_cache[word] = pieces
+                tokens += pieces
         return tokens
 
     def encode(self, text: str, text_pair: str | None = None, max_length: int | None = None,

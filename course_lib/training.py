@@ -13,7 +13,7 @@ import os
 
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+from tqdm.std import tqdm  # text bars: readable in stored notebooks, no widget dependency
 
 from .device import seed_everything
 

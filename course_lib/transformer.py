@@ -50,6 +50,17 @@ def _padding_mask(name, attention_mask):
     return attention_mask.bool()[:, None, None, :]                      # (B, 1, 1, T)
 
 
+def _sequence_mask(name, attention_mask, ids):
+    """padding_mask of an optional (B, T) attention_mask that must match `ids` (B, T)."""
+    if attention_mask is None:
+        return None
+    mask = _padding_mask(name, attention_mask)
+    if attention_mask.shape != ids.shape:
+        raise ValueError(f"{name}: expected shape {tuple(ids.shape)} like the ids it masks, "
+                         f"got {shape_str(attention_mask)}")
+    return mask                                                         # (B, 1, 1, T)
+
+
 def _check_mask(name, mask, B, n_heads, T_q, T_k):
     if mask is not None:
         require_bool_mask(name, mask, (B, n_heads, T_q, T_k), "(B, n_heads, T_q, T_k)")
@@ -293,8 +304,7 @@ class Transformer(nn.Module):
     def encode(self, src, src_attention_mask=None):
         """src: (B, S) ids; src_attention_mask: (B, S) 1 = token, 0 = padding -> (B, S, d_model)."""
         x = self.embed_dropout(self.pos(self.src_embed(src)))          # (B, S, d_model)
-        mask = (None if src_attention_mask is None
-                else _padding_mask("src_attention_mask", src_attention_mask))  # (B, 1, 1, S)
+        mask = _sequence_mask("src_attention_mask", src_attention_mask, src)  # (B, 1, 1, S)
         return self.encoder(x, mask)
 
     def decode(self, tgt_in, memory, src_attention_mask=None, tgt_attention_mask=None):
@@ -302,9 +312,8 @@ class Transformer(nn.Module):
         T = tgt_in.shape[-1]
         self_mask = causal_mask(T, device=tgt_in.device)               # (T, T)
         if tgt_attention_mask is not None:
-            self_mask = self_mask & _padding_mask("tgt_attention_mask", tgt_attention_mask)  # (B,1,T,T)
-        memory_mask = (None if src_attention_mask is None
-                       else _padding_mask("src_attention_mask", src_attention_mask))
+            self_mask = self_mask & _sequence_mask("tgt_attention_mask", tgt_attention_mask, tgt_in)
+        memory_mask = _sequence_mask("src_attention_mask", src_attention_mask, memory[..., 0])
         y = self.embed_dropout(self.pos(self.tgt_embed(tgt_in)))        # (B, T, d_model)
         y = self.decoder(y, memory, self_mask, memory_mask)
         return self.lm_head(y)                                          # (B, T, tgt_vocab_size)
@@ -392,7 +401,7 @@ class CausalLM(nn.Module):
         require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
         mask = causal_mask(input_ids.shape[1], device=input_ids.device)     # (T, T)
         if attention_mask is not None:
-            mask = mask & padding_mask(attention_mask)                      # (B, 1, T, T)
+            mask = mask & _sequence_mask("attention_mask", attention_mask, input_ids)  # (B,1,T,T)
         x = self.embed_dropout(self.pos(self.embed(input_ids)))             # (B, T, d_model)
         x, weights = self.blocks(x, mask, return_attention=True)
         logits = self.lm_head(x)                                            # (B, T, vocab_size)

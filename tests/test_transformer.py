@@ -4,8 +4,14 @@ import torch
 from torch import nn
 
 from course_lib.attention import MultiHeadAttention
-from course_lib.transformer import (DecoderLayer, EncoderLayer,
-                                    causal_mask, padding_mask,
+import torch.nn.functional as F
+
+from course_lib.schedules import make_scheduler
+from course_lib.tasks import BOS, EOS, make_batch
+from course_lib.training import sequence_accuracy, train
+from course_lib.transformer import (CausalLM, CausalLMConfig, DecoderLayer, EncoderLayer,
+                                    Transformer, TransformerConfig, TransformerDecoder,
+                                    TransformerEncoder, causal_mask, padding_mask,
                                     torch_to_course_state_dict)
 
 D, H, FF = 32, 4, 64
@@ -138,3 +144,139 @@ def test_bad_constructor_and_mask_args():
         padding_mask(torch.ones(2, 1, 3))
     with pytest.raises(ValueError, match="^T:"):
         causal_mask(0)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_stacks_match_torch(norm_first):
+    torch.manual_seed(3)
+    kw = dict(dropout=0.0, batch_first=True, norm_first=norm_first)
+    final = nn.LayerNorm(D) if norm_first else None
+    ref_enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, H, FF, **kw), 3, norm=final,
+                                    enable_nested_tensor=False).eval()
+    ref_dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(D, H, FF, **kw), 2,
+                                    norm=nn.LayerNorm(D) if norm_first else None).eval()
+    with torch.no_grad():   # distinct layers (PyTorch deep-copies one initialisation)
+        for p in list(ref_enc.parameters()) + list(ref_dec.parameters()):
+            p.add_(0.1 * torch.randn_like(p))
+    enc, dec = TransformerEncoder(3, D, H, FF, norm_first=norm_first), TransformerDecoder(
+        2, D, H, FF, norm_first=norm_first)
+    enc.load_state_dict(torch_to_course_state_dict(ref_enc.state_dict()))
+    dec.load_state_dict(torch_to_course_state_dict(ref_dec.state_dict()))
+    x, y = torch.randn(2, 6, D), torch.randn(2, 4, D)
+    memory = enc(x)
+    torch.testing.assert_close(memory, ref_enc(x), atol=1e-5, rtol=0)
+    torch.testing.assert_close(dec(y, memory, self_mask=causal_mask(4)),
+                               ref_dec(y, memory, tgt_mask=~causal_mask(4)), atol=1e-5, rtol=0)
+    _, weights = enc(x, return_attention=True)
+    assert len(weights) == 3 and weights[0].shape == (2, H, 6, 6)
+
+
+def _tiny(norm_first=False, tie=True, V=11):
+    torch.manual_seed(0)
+    return Transformer(TransformerConfig(V, V, d_model=D, n_heads=H, d_ff=FF,
+                                         norm_first=norm_first, tie_weights=tie)).eval()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_is_causal(norm_first):
+    model = _tiny(norm_first)
+    src = torch.randint(4, 11, (3, 6))
+    tgt = torch.randint(4, 11, (3, 7))
+    k = 4
+    changed = tgt.clone()
+    changed[:, k] = (tgt[:, k] - 4 + 1) % 7 + 4              # a different token at position k
+    a, b = model(src, tgt), model(src, changed)
+    assert torch.equal(a[:, :k], b[:, :k])                    # earlier outputs: bit-identical
+    assert (a[:, k:] - b[:, k:]).abs().amax(dim=-1).min() > 1e-4   # later ones do change
+    lm = CausalLM(CausalLMConfig(11, d_model=D, n_heads=H, d_ff=FF)).eval()
+    a, b = lm(tgt), lm(changed)
+    assert torch.equal(a[:, :k], b[:, :k]) and not torch.allclose(a[:, k:], b[:, k:])
+
+
+def test_source_padding_is_ignored():
+    model = _tiny()
+    src = torch.randint(4, 11, (2, 6))
+    am = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+    other = src.clone()
+    other[0, 4:] = 5                                           # change only padded tokens
+    tgt = torch.randint(4, 11, (2, 5))
+    torch.testing.assert_close(model(src, tgt, src_attention_mask=am),
+                               model(other, tgt, src_attention_mask=am), atol=1e-6, rtol=0)
+
+
+def test_weight_tying_and_sharing():
+    tied, untied = _tiny(tie=True), _tiny(tie=False)
+    assert tied.lm_head.weight is tied.tgt_embed.weight
+    n = lambda m: sum(p.numel() for p in m.parameters())
+    assert n(untied) - n(tied) == 11 * D                       # exactly V·d saved
+    shared = Transformer(TransformerConfig(11, 11, d_model=D, n_heads=H, d_ff=FF,
+                                           share_embeddings=True))
+    assert shared.src_embed is shared.tgt_embed
+    with pytest.raises(ValueError, match=r"^share_embeddings:"):
+        Transformer(TransformerConfig(11, 12, share_embeddings=True))
+    lm, lm_untied = (CausalLM(CausalLMConfig(11, d_model=D, n_heads=H, d_ff=FF, tie_weights=t))
+                     for t in (True, False))
+    assert n(lm_untied) - n(lm) == 11 * D
+
+
+def test_transformer_bad_inputs():
+    model = _tiny()
+    src, tgt = torch.randint(4, 11, (2, 6)), torch.randint(4, 11, (2, 5))
+    with pytest.raises(ValueError, match=r"^input_ids: .*vocab_size=11"):
+        model(torch.full((2, 6), 11), tgt)
+    with pytest.raises(ValueError, match=r"^src_attention_mask: expected shape \(2, 6\)"):
+        model(src, tgt, src_attention_mask=torch.ones(2, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^src_attention_mask:"):
+        model(src, tgt, src_attention_mask=torch.ones(2, 1, 6, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^tgt_attention_mask:"):
+        model(src, tgt, tgt_attention_mask=torch.ones(2, 5))   # float
+    with pytest.raises(ValueError, match=r"^x: sequence length 600 exceeds max_len=512"):
+        model(torch.randint(4, 11, (1, 600)), tgt[:1])
+    with pytest.raises(ValueError, match=r"^max_len:"):
+        model.greedy_decode(src, 513, BOS)
+    with pytest.raises(ValueError, match=r"^positions:"):
+        CausalLM(CausalLMConfig(11, positions="rotary"))
+
+
+def test_greedy_decode_shape_and_consistency():
+    model = _tiny()
+    model.train()
+    src = torch.randint(4, 11, (5, 6))
+    out = model.greedy_decode(src, 7, BOS, eos_id=EOS)
+    assert out.shape == (5, 7) and out.dtype == torch.long and model.training
+    # without EOS handling, greedy output is the arg-max of teacher forcing on its own output
+    free = model.greedy_decode(src, 7, BOS)
+    model.eval()
+    tgt_in = torch.cat([torch.full((5, 1), BOS), free[:, :-1]], dim=1)
+    assert torch.equal(model(src, tgt_in).argmax(-1), free)
+    lm = CausalLM(CausalLMConfig(11, d_model=D, n_heads=H, d_ff=FF))
+    assert lm.generate(src, 3).shape == (5, 9)
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny models gain nothing from a second thread, and on a busy machine OpenMP's
+    barriers made each step ~15x slower with 2 threads; one thread also fixes the numerics."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("task", ["copy", "reverse"])
+def test_learns_copy_and_reverse(task, one_thread):
+    """300 Adam steps (about 5 s of CPU) on length-5 sequences over 6 content tokens."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    V, T = 10, 5
+    model = Transformer(TransformerConfig(V, V, d_model=32, n_heads=4, d_ff=64))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
+    sched = make_scheduler(opt, "constant", warmup_steps=20)
+    loss_fn = lambda m, b: F.cross_entropy(m(b.src, b.tgt_in).reshape(-1, V), b.tgt_out.reshape(-1))
+    hist = train(model, lambda step: make_batch(task, 32, T, V, g), loss_fn, steps=300,
+                 optimizer=opt, scheduler=sched, clip=1.0, log_every=50, progress=False)
+    test = make_batch(task, 500, T, V, torch.Generator().manual_seed(123))
+    out = model.greedy_decode(test.src, T + 1, BOS, eos_id=EOS)
+    acc = sequence_accuracy(out, test.tgt_out)
+    assert hist.loss.iloc[-1] < 0.1 * hist.loss.iloc[0], hist.loss.tolist()
+    assert acc >= 0.9, f"exact-sequence accuracy {acc:.3f}"

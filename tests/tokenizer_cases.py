@@ -62,12 +62,12 @@ def _noisy_cases(rng: random.Random, n: int) -> list[str]:
     return ["".join(rng.choice(pool) for _ in range(rng.randint(1, 60))) for _ in range(n)]
 
 
-def test_sentences(seed: int = 0) -> list[str]:
+def varied_sentences(seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return (pydoc_sentences(120, seed) + HANDWRITTEN + _long_word_cases(rng)
             + _noisy_cases(rng, 60))
 
 
-def test_pairs(seed: int = 0) -> list[tuple[str, str]]:
+def sentence_pairs(seed: int = 0) -> list[tuple[str, str]]:
     sentences = pydoc_sentences(40, seed + 1)
     return list(zip(sentences[::2], sentences[1::2]))

@@ -1,0 +1,364 @@
+"""Pretrain a tiny BERT on the synthetic corpus: masked LM + NSP or SOP (lessons 15-17, 19).
+
+    python -m course_lib.pretraining --steps 600                   # one process
+    torchrun --nproc_per_node=2 -m course_lib.pretraining ...      # two processes, same result
+
+Data: sentence pairs from `course_lib.corpus.make_documents`. A positive pair is two
+consecutive sentences of one episode. NSP's negative replaces the second sentence by a
+sentence of another document (label 1); SOP's negative swaps the two (label 1).
+
+Distributed data parallel: every rank draws the same *global* batch from the same seeded
+generators, masks it, and keeps its own contiguous slice of rows. The loss of a slice is
+normalised by the global number of masked tokens (and of pairs) and multiplied by the world
+size, so after DDP averages the gradients the update equals the single-process update on the
+whole batch (up to floating-point summation order).
+
+`load_or_pretrain(config, seed)` caches the trained weights in build/cache/ under a hash of
+(config, seed), so later lessons pay for pretraining once.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm.std import tqdm  # text bars: readable in stored notebooks, no widget dependency
+
+from . import ROOT
+from .bert import BertConfig, BertForPreTraining
+from .corpus import Document, corpus_tokenizer, make_documents
+from .device import get_device, seed_everything
+from .masking import IGNORE_INDEX, mask_tokens
+from .schedules import make_scheduler
+from .tokenization import WordPieceTokenizer
+
+CACHE_VERSION = 1  # bump when a change here alters what a given config trains into
+TASKS = ("nsp", "sop")
+
+
+# ---------------------------------------------------------------------------------------------
+# Sentence pairs
+# ---------------------------------------------------------------------------------------------
+
+def consecutive_pairs(docs: list[Document]) -> list[tuple[int, int]]:
+    """(doc index, sentence index i) for every i whose sentence i+1 is in the same episode."""
+    return [(d, i) for d, doc in enumerate(docs) for i in range(len(doc.sentences) - 1)
+            if doc.episodes[i] == doc.episodes[i + 1]]
+
+
+def sample_pair(docs: list[Document], candidates: list[tuple[int, int]], task: str,
+                rng: random.Random) -> tuple[tuple[int, int], tuple[int, int], int]:
+    """One pair as ((doc, sentence) of A, (doc, sentence) of B, label); label 1 = negative.
+
+    nsp: B follows A (0) or is a random sentence of another document (1).
+    sop: A then B in their order (0), or swapped (1).
+    """
+    if task not in TASKS:
+        raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
+    d, i = rng.choice(candidates)
+    a, b = (d, i), (d, i + 1)
+    label = int(rng.random() < 0.5)
+    if label and task == "nsp":
+        other = rng.randrange(len(docs) - 1)
+        other += other >= d                      # any document but d
+        b = (other, rng.randrange(len(docs[other].sentences)))
+    elif label:
+        a, b = b, a
+    return a, b, label
+
+
+def make_pairs(docs: list[Document], n: int, task: str = "nsp",
+               seed: int | random.Random = 0) -> list[tuple[str, str, int]]:
+    """`n` (sentence A, sentence B, label) triples for NSP or SOP; labels are balanced in
+    expectation (each pair is a negative with probability 1/2)."""
+    if len(docs) < 2:
+        raise ValueError(f"docs: need at least 2 documents, got {len(docs)}")
+    rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+    candidates = consecutive_pairs(docs)
+    out = []
+    for _ in range(n):
+        (da, ia), (db, ib), label = sample_pair(docs, candidates, task, rng)
+        out.append((docs[da].sentences[ia], docs[db].sentences[ib], label))
+    return out
+
+
+class PairBatcher:
+    """Draws batches of tokenized pairs; every sentence is tokenized once, up front."""
+
+    def __init__(self, docs: list[Document], tokenizer: WordPieceTokenizer, task: str = "nsp"):
+        if len(docs) < 2:
+            raise ValueError(f"docs: need at least 2 documents, got {len(docs)}")
+        if task not in TASKS:
+            raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
+        self.docs, self.tokenizer, self.task = docs, tokenizer, task
+        self.ids = [[tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in doc.sentences]
+                    for doc in docs]
+        self.candidates = consecutive_pairs(docs)
+
+    def batch(self, batch_size: int, rng: random.Random) -> dict[str, torch.Tensor]:
+        """input_ids, token_type_ids, attention_mask, special_tokens_mask: (B, T), padded to
+        the longest pair; next_sentence_label: (B,)."""
+        tok = self.tokenizer
+        rows, labels = [], []
+        for _ in range(batch_size):
+            (da, ia), (db, ib), label = sample_pair(self.docs, self.candidates, self.task, rng)
+            a, b = self.ids[da][ia], self.ids[db][ib]
+            ids = [tok.cls_token_id] + a + [tok.sep_token_id] + b + [tok.sep_token_id]
+            types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+            rows.append((ids, types))
+            labels.append(label)
+        T = max(len(ids) for ids, _ in rows)
+        input_ids = torch.full((batch_size, T), tok.pad_token_id, dtype=torch.long)
+        token_type_ids = torch.zeros((batch_size, T), dtype=torch.long)
+        attention_mask = torch.zeros((batch_size, T), dtype=torch.long)
+        for r, (ids, types) in enumerate(rows):
+            input_ids[r, :len(ids)] = torch.tensor(ids)
+            token_type_ids[r, :len(ids)] = torch.tensor(types)
+            attention_mask[r, :len(ids)] = 1
+        special = torch.isin(input_ids, torch.tensor(tok.special_ids)) | (attention_mask == 0)
+        return {"input_ids": input_ids, "token_type_ids": token_type_ids,
+                "attention_mask": attention_mask, "special_tokens_mask": special,
+                "next_sentence_label": torch.tensor(labels, dtype=torch.long)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration and training
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class PretrainConfig:
+    """Everything that determines the trained weights (with the seed)."""
+    task: str = "nsp"                  # "nsp" or "sop"
+    n_docs: int = 2000
+    min_sentences: int = 4
+    max_sentences: int = 8
+    hidden_size: int = 64
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    intermediate_size: int = 256
+    max_position_embeddings: int = 64
+    dropout: float = 0.0               # 0 keeps multi-process runs identical to one process
+    mask_ratio: float = 0.15
+    mask_prob_split: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    steps: int = 1500
+    batch_size: int = 64               # the global batch, whatever the number of processes
+    lr: float = 2e-3                   # peak learning rate
+    warmup_steps: int = 150
+    weight_decay: float = 0.01
+    log_every: int = 10
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task: expected one of {TASKS}, got {self.task!r}")
+        self.mask_prob_split = tuple(float(p) for p in self.mask_prob_split)
+
+    def bert_config(self, vocab_size: int) -> BertConfig:
+        return BertConfig(vocab_size=vocab_size, hidden_size=self.hidden_size,
+                          num_hidden_layers=self.num_hidden_layers,
+                          num_attention_heads=self.num_attention_heads,
+                          intermediate_size=self.intermediate_size,
+                          hidden_dropout_prob=self.dropout,
+                          attention_probs_dropout_prob=self.dropout,
+                          max_position_embeddings=self.max_position_embeddings)
+
+    def key(self, seed: int) -> str:
+        """A short hash of (config, seed, CACHE_VERSION): the checkpoint's cache key."""
+        blob = json.dumps({"config": asdict(self), "seed": seed, "version": CACHE_VERSION},
+                          sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+class PretrainResult(NamedTuple):
+    model: BertForPreTraining
+    tokenizer: WordPieceTokenizer
+    history: pd.DataFrame
+
+
+def _distributed() -> tuple[int, int]:
+    """(rank, world_size); initialises the gloo process group under torchrun."""
+    import torch.distributed as dist
+
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return 0, 1
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return dist.get_rank(), world_size
+
+
+def pretraining_losses(out, labels, next_sentence_label, n_masked: int, n_pairs: int):
+    """(mlm, nsp) summed over this slice and divided by the *global* counts, so the slices'
+    losses add up to the global batch's mean losses."""
+    V = out.prediction_logits.shape[-1]
+    mlm = F.cross_entropy(out.prediction_logits.reshape(-1, V), labels.reshape(-1),
+                          ignore_index=IGNORE_INDEX, reduction="sum") / max(n_masked, 1)
+    nsp = F.cross_entropy(out.seq_relationship_logits, next_sentence_label,
+                          reduction="sum") / n_pairs
+    return mlm, nsp
+
+
+def pretrain(config: PretrainConfig | None = None, seed: int = 0, progress: bool = True,
+             device=None) -> PretrainResult:
+    """Train a BertForPreTraining from scratch; history has one row per `log_every` steps
+    with step, loss, mlm_loss, nsp_loss, mlm_acc, nsp_acc (on the training batch), lr.
+
+    Under torchrun (WORLD_SIZE > 1) it trains with DistributedDataParallel over gloo on
+    the CPU; every rank returns the same model and history.
+    """
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    config = config or PretrainConfig()
+    rank, world = _distributed()
+    if config.batch_size % world:
+        raise ValueError(f"batch_size={config.batch_size} must be divisible by the number of "
+                         f"processes {world}")
+    device = torch.device("cpu") if world > 1 else torch.device(device or get_device())
+
+    tokenizer = corpus_tokenizer(max_position_embeddings=config.max_position_embeddings)
+    docs = make_documents(config.n_docs, seed, config.min_sentences, config.max_sentences)
+    batcher = PairBatcher(docs, tokenizer, config.task)
+    data_rng = random.Random(seed + 1)                        # same stream on every rank
+    mask_gen = torch.Generator().manual_seed(seed + 2)
+
+    seed_everything(seed)                                      # same initial weights everywhere
+    model = BertForPreTraining(config.bert_config(len(tokenizer))).to(device)
+    train_model = DistributedDataParallel(model) if world > 1 else model
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]  # biases, LayerNorm
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
+    scheduler = make_scheduler(optimizer, "linear", warmup_steps=min(config.warmup_steps, config.steps),
+                               total_steps=config.steps)
+
+    rows = []
+    lo, hi = rank * config.batch_size // world, (rank + 1) * config.batch_size // world
+    bar = tqdm(range(config.steps), desc=f"pretrain {config.task}", disable=not progress or rank > 0,
+               mininterval=float(os.environ.get("TQDM_MININTERVAL", 10)))
+    model.train()
+    for step in bar:
+        batch = batcher.batch(config.batch_size, data_rng)    # the global batch
+        masked, labels = mask_tokens(batch["input_ids"], mask_token_id=tokenizer.mask_token_id,
+                                     vocab_size=len(tokenizer),
+                                     special_tokens_mask=batch["special_tokens_mask"],
+                                     ratio=config.mask_ratio, generator=mask_gen,
+                                     mask_prob_split=config.mask_prob_split,
+                                     special_ids=tokenizer.special_ids)
+        n_masked = int((labels != IGNORE_INDEX).sum())
+        part = {k: v[lo:hi].to(device) for k, v in
+                (("input_ids", masked), ("token_type_ids", batch["token_type_ids"]),
+                 ("attention_mask", batch["attention_mask"]), ("labels", labels),
+                 ("next_sentence_label", batch["next_sentence_label"]))}
+        out = train_model(part["input_ids"], part["token_type_ids"], part["attention_mask"])
+        mlm, nsp = pretraining_losses(out, part["labels"], part["next_sentence_label"],
+                                      n_masked, config.batch_size)
+        optimizer.zero_grad(set_to_none=True)
+        ((mlm + nsp) * world).backward()                       # DDP averages over the ranks
+        lr = optimizer.param_groups[0]["lr"]
+        optimizer.step()
+        scheduler.step()
+        if step % config.log_every == 0 or step == config.steps - 1:
+            with torch.no_grad():
+                sel = part["labels"] != IGNORE_INDEX
+                mlm_hits = (out.prediction_logits.argmax(-1)[sel] == part["labels"][sel]).sum()
+                nsp_hits = (out.seq_relationship_logits.argmax(-1)
+                            == part["next_sentence_label"]).sum()
+                stats = torch.stack([mlm.detach(), nsp.detach(), mlm_hits.float(),
+                                     nsp_hits.float()]).cpu()
+            if world > 1:
+                dist.all_reduce(stats)                         # slices add up to the global batch
+            row = {"step": step, "loss": float(stats[0] + stats[1]), "mlm_loss": float(stats[0]),
+                   "nsp_loss": float(stats[1]), "mlm_acc": float(stats[2]) / max(n_masked, 1),
+                   "nsp_acc": float(stats[3]) / config.batch_size, "lr": lr}
+            rows.append(row)
+            bar.set_postfix(mlm=f"{row['mlm_loss']:.3f}", nsp=f"{row['nsp_loss']:.3f}",
+                            refresh=False)
+    model.eval()
+    return PretrainResult(model, tokenizer, pd.DataFrame(rows))
+
+
+def cache_path(config: PretrainConfig, seed: int, cache_dir: str | Path | None = None) -> Path:
+    cache_dir = Path(cache_dir) if cache_dir is not None else ROOT / "build" / "cache"
+    return cache_dir / f"tiny_bert_{config.key(seed)}.pt"
+
+
+def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
+                     cache_dir: str | Path | None = None, progress: bool = True,
+                     device=None) -> PretrainResult:
+    """The pretrained tiny BERT for (config, seed): loaded from the cache if present, else
+    trained (about a minute with the defaults on 2 CPU cores) and saved. Eval mode."""
+    config = config or PretrainConfig()
+    path = cache_path(config, seed, cache_dir)
+    if path.exists():
+        saved = torch.load(path, map_location="cpu", weights_only=False)
+        tokenizer = corpus_tokenizer(max_position_embeddings=config.max_position_embeddings)
+        model = BertForPreTraining(config.bert_config(len(tokenizer)))
+        model.load_state_dict(saved["model"])
+        model.eval()
+        if device is not None:
+            model.to(device)
+        return PretrainResult(model, tokenizer, pd.DataFrame(saved["history"]))
+    result = pretrain(config, seed, progress=progress, device=device)
+    rank, _ = _distributed()
+    if rank == 0:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save({"model": {k: v.cpu() for k, v in result.model.state_dict().items()},
+                    "history": result.history.to_dict("list"), "config": asdict(config),
+                    "seed": seed}, tmp)
+        tmp.replace(path)  # atomic: a reader never sees half a file
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+
+def _parse_args(argv=None):
+    p = argparse.ArgumentParser(description="Pretrain a tiny BERT (MLM + NSP/SOP) on the "
+                                            "synthetic corpus; works under torchrun.")
+    for f in fields(PretrainConfig):
+        if f.name == "mask_prob_split":
+            p.add_argument("--mask-prob-split", type=float, nargs=3, default=None)
+        else:
+            p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-cache", action="store_true", help="train even if a checkpoint exists "
+                                                           "and do not write one")
+    p.add_argument("--history-out", type=Path, default=None,
+                   help="write the history as CSV here (rank 0 only)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = _parse_args(argv)
+    overrides = {f.name: getattr(args, f.name) for f in fields(PretrainConfig)
+                 if getattr(args, f.name) is not None}
+    config = PretrainConfig(**overrides)
+    if args.no_cache:
+        result = pretrain(config, args.seed)
+    else:
+        result = load_or_pretrain(config, args.seed)
+    rank, world = _distributed()
+    if rank == 0:
+        last = result.history.iloc[-1]
+        print(f"world_size={world} steps={config.steps} loss={last['loss']:.4f} "
+              f"mlm_acc={last['mlm_acc']:.3f} nsp_acc={last['nsp_acc']:.3f}")
+        if args.history_out is not None:
+            result.history.to_csv(args.history_out, index=False)
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
