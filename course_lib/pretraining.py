@@ -146,6 +146,7 @@ class PretrainConfig:
     intermediate_size: int = 256
     max_position_embeddings: int = 64
     dropout: float = 0.0               # 0 keeps multi-process runs identical to one process
+    initializer_range: float = 0.02
     mask_ratio: float = 0.15
     mask_prob_split: tuple[float, float, float] = (0.8, 0.1, 0.1)
     steps: int = 1500
@@ -167,7 +168,8 @@ class PretrainConfig:
                           intermediate_size=self.intermediate_size,
                           hidden_dropout_prob=self.dropout,
                           attention_probs_dropout_prob=self.dropout,
-                          max_position_embeddings=self.max_position_embeddings)
+                          max_position_embeddings=self.max_position_embeddings,
+                          initializer_range=self.initializer_range)
 
     def key(self, seed: int) -> str:
         """A short hash of (config, seed, CACHE_VERSION): the checkpoint's cache key."""
