@@ -287,6 +287,44 @@ def pretrain(config: PretrainConfig | None = None, seed: int = 0, progress: bool
     return PretrainResult(model, tokenizer, pd.DataFrame(rows))
 
 
+@torch.no_grad()
+def evaluate(model: BertForPreTraining, tokenizer: WordPieceTokenizer, docs: list[Document],
+             task: str = "nsp", n_pairs: int = 512, seed: int = 0, mask_ratio: float = 0.15,
+             batch_size: int = 128) -> dict[str, float]:
+    """MLM loss/accuracy (over masked tokens, 80/10/10 masking) and NSP/SOP loss/accuracy on
+    `n_pairs` pairs drawn from `docs` (pass documents the model never saw, e.g.
+    `make_documents(200, seed=1000 + seed)`)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    batcher = PairBatcher(docs, tokenizer, task)
+    rng, gen = random.Random(seed), torch.Generator().manual_seed(seed)
+    totals = torch.zeros(4, dtype=torch.float64)  # mlm loss sum, mlm hits, nsp loss sum, nsp hits
+    n_masked = 0
+    for start in range(0, n_pairs, batch_size):
+        batch = batcher.batch(min(batch_size, n_pairs - start), rng)
+        masked, labels = mask_tokens(batch["input_ids"], mask_token_id=tokenizer.mask_token_id,
+                                     vocab_size=len(tokenizer),
+                                     special_tokens_mask=batch["special_tokens_mask"],
+                                     ratio=mask_ratio, generator=gen,
+                                     special_ids=tokenizer.special_ids)
+        out = model(masked.to(device), batch["token_type_ids"].to(device),
+                    batch["attention_mask"].to(device))
+        labels, nsp = labels.to(device), batch["next_sentence_label"].to(device)
+        sel = labels != IGNORE_INDEX
+        mlm_sum, nsp_sum = pretraining_losses(out, labels, nsp, 1, 1)
+        totals += torch.tensor([mlm_sum.item(),
+                                (out.prediction_logits.argmax(-1)[sel] == labels[sel]).sum().item(),
+                                nsp_sum.item(),
+                                (out.seq_relationship_logits.argmax(-1) == nsp).sum().item()],
+                               dtype=torch.float64)
+        n_masked += int(sel.sum())
+    model.train(was_training)
+    return {"mlm_loss": totals[0].item() / max(n_masked, 1),
+            "mlm_acc": totals[1].item() / max(n_masked, 1),
+            "nsp_loss": totals[2].item() / n_pairs, "nsp_acc": totals[3].item() / n_pairs}
+
+
 def cache_path(config: PretrainConfig, seed: int, cache_dir: str | Path | None = None) -> Path:
     cache_dir = Path(cache_dir) if cache_dir is not None else ROOT / "build" / "cache"
     return cache_dir / f"tiny_bert_{config.key(seed)}.pt"
