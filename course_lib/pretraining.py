@@ -237,13 +237,15 @@ def pretrain(config: PretrainConfig | None = None, seed: int = 0, progress: bool
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]  # biases, LayerNorm
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
-    scheduler = make_scheduler(optimizer, "linear", warmup_steps=min(config.warmup_steps, config.steps),
-                               total_steps=config.steps)
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=config.lr, foreach=True)
+    scheduler = make_scheduler(optimizer, "linear", total_steps=config.steps,
+                               warmup_steps=min(config.warmup_steps, config.steps))
 
     rows = []
     lo, hi = rank * config.batch_size // world, (rank + 1) * config.batch_size // world
-    bar = tqdm(range(config.steps), desc=f"pretrain {config.task}", disable=not progress or rank > 0,
+    bar = tqdm(range(config.steps), desc=f"pretrain {config.task}",
+               disable=not progress or rank > 0,
                mininterval=float(os.environ.get("TQDM_MININTERVAL", 10)))
     model.train()
     for step in bar:

@@ -298,7 +298,8 @@ class WordPieceTokenizer:
         limit = self.max_position_embeddings
         if limit is not None and len(input_ids) > limit:
             raise ValueError(f"text: encodes to {len(input_ids)} ids, more than "
-                             f"max_position_embeddings={limit}; pass max_length={limit} to truncate")
+                             f"max_position_embeddings={limit}; pass max_length={limit} "
+                             f"to truncate")
         attention_mask = [1] * len(input_ids)
         if padding is not None and padding > len(input_ids):
             extra = padding - len(input_ids)
@@ -318,11 +319,13 @@ class WordPieceTokenizer:
             text_pairs = None if text_pairs is None else [text_pairs]
         pairs = [None] * len(texts) if text_pairs is None else list(text_pairs)
         if len(pairs) != len(texts):
-            raise ValueError(f"text_pairs: expected {len(texts)} texts like texts, got {len(pairs)}")
+            raise ValueError(f"text_pairs: expected {len(texts)} texts like texts, "
+                             f"got {len(pairs)}")
         encodings = [self.encode(t, p, max_length=max_length) for t, p in zip(texts, pairs)]
         longest = max(len(e["input_ids"]) for e in encodings)
         padded = [self._pad(e, longest) for e in encodings]
-        batch = {k: [e[k] for e in padded] for k in ("input_ids", "token_type_ids", "attention_mask")}
+        keys = ("input_ids", "token_type_ids", "attention_mask")
+        batch = {k: [e[k] for e in padded] for k in keys}
         if return_tensors == "pt":
             batch = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
         return batch
