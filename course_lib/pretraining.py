@@ -149,10 +149,10 @@ class PretrainConfig:
     initializer_range: float = 0.02
     mask_ratio: float = 0.15
     mask_prob_split: tuple[float, float, float] = (0.8, 0.1, 0.1)
-    steps: int = 1500
+    steps: int = 3000
     batch_size: int = 64               # the global batch, whatever the number of processes
     lr: float = 2e-3                   # peak learning rate
-    warmup_steps: int = 150
+    warmup_steps: int = 300
     weight_decay: float = 0.01
     log_every: int = 10
 

@@ -92,14 +92,15 @@ def test_check_overwritten_in_the_kernel_earns_nothing(tmp_path):
 
 
 def test_infinite_loop_costs_only_its_item_and_the_file_is_untouched(tmp_path):
-    looping = _answer_source(RIGHT).replace("    scores = q @ k", "    while mask is not None and mask.all():\n        pass\n    scores = q @ k")
+    looping = _answer_source(RIGHT).replace("    scores = q @ k", "    while mask is not None:\n        pass\n    scores = q @ k")
     path = _submission(tmp_path, looping)
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     report = grade(path, cell_timeout=3)
     points = _points(report)
     assert points["01.sdpa-unmasked"] == 2, report          # no mask: the loop never runs
-    assert points["01.sdpa-fully-masked"] == 0, report      # every case of that item loops
-    assert "longer than" in report["items"][2]["feedback"]
+    assert points["01.sdpa-masked"] == 0, report            # every masked call loops
+    assert points["01.sdpa-fully-masked"] == 0, report
+    assert "longer than" in report["items"][1]["feedback"]
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
