@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import pandas as pd
 import pytest
 import torch
 
 from course_lib import ROOT
-from course_lib.corpus import (TOPICS, corpus_tokenizer, make_documents, pydoc_texts)
-from course_lib.pretraining import (PairBatcher, PretrainConfig, cache_path,
-                                    consecutive_pairs, load_or_pretrain, make_pairs, pretrain,
-                                    sample_pair)
+from course_lib.corpus import TOPICS, corpus_tokenizer, make_documents, pydoc_texts
+from course_lib.pretraining import (PairBatcher, PretrainConfig, cache_path, consecutive_pairs,
+                                    evaluate, load_or_pretrain, make_pairs, pretrain, sample_pair)
 
 TINY = dict(n_docs=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
             intermediate_size=64, max_position_embeddings=48, steps=8, batch_size=8,
@@ -121,6 +121,12 @@ def test_pretraining_learns():
     assert abs(h.mlm_loss.iloc[0] - torch.log(torch.tensor(float(vocab)))) < 0.5  # ~uniform
     assert h.mlm_loss.iloc[-1] < h.mlm_loss.iloc[0] - 1.0, h
     assert not result.model.training
+    # on unseen documents it beats always predicting the most frequent token ("the")
+    docs = make_documents(50, seed=99)
+    counts = Counter(t for d in docs for s in d.sentences for t in result.tokenizer.tokenize(s))
+    baseline = counts.most_common(1)[0][1] / sum(counts.values())
+    metrics = evaluate(result.model, result.tokenizer, docs, n_pairs=256)
+    assert metrics["mlm_acc"] > baseline + 0.05, (metrics, baseline)
 
 
 def test_load_or_pretrain_caches(tmp_path):

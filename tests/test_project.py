@@ -61,9 +61,12 @@ def test_exercises_are_generated_from_solutions_and_up_to_date():
 
 def test_environment_yml_lists_the_same_dependencies_as_pyproject():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    env_lines = (ROOT / "environment.yml").read_text().splitlines()
-    listed = {re.sub(r"^\s*-\s*", "", l).strip() for l in env_lines if re.match(r"^\s+-\s+\S", l)}
-    listed -= {"python=3.11", "pip", "pip:"}
+    import yaml
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    listed = set()
+    for entry in env["dependencies"]:
+        listed |= set(entry["pip"]) if isinstance(entry, dict) else {entry}
+    listed -= {"python=3.11", "pip"}
     assert listed == set(pyproject), f"only in environment.yml: {listed - set(pyproject)}; " \
                                      f"only in pyproject: {set(pyproject) - listed}"
 

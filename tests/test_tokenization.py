@@ -68,6 +68,17 @@ def test_tokenize_equals_hugging_face_tokenize(hf, ours):
         assert ours.tokenize(s) == hf.tokenize(s), repr(s)
 
 
+def test_cased_mode_equals_hugging_face_tokenizers(minilm_dir):
+    """lowercase=False (no lower-casing, no accent stripping) against the Rust
+    `tokenizers.BertWordPieceTokenizer` with the same setting."""
+    from tokenizers import BertWordPieceTokenizer
+
+    reference = BertWordPieceTokenizer(str(minilm_dir / "vocab.txt"), lowercase=False)
+    cased = WordPieceTokenizer(minilm_dir / "vocab.txt", lowercase=False)
+    for s in SENTENCES:
+        assert cased.encode(s)["input_ids"] == reference.encode(s).ids, repr(s)
+
+
 def test_pairs_with_truncation_equal_hugging_face(hf, ours):
     pairs = sentence_pairs() + [("a b c d e f g", "h i j"), ("one", "two three four five six")]
     checked = 0
