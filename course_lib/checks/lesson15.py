@@ -1,0 +1,89 @@
+"""Graded checks for lesson 15: BERT's dynamic masking (mask_tokens)."""
+import torch
+
+from ..grading import CheckFailed, exercise, expect
+
+IGNORE = -100
+PAD, CLS, SEP, MASK, N_SPECIAL = 0, 1, 2, 3, 4
+
+
+def _batch(rng, n_rows=900, max_len=160, vocab_size=1000):
+    """Rows [CLS] words [SEP] [PAD]...; > 100k ordinary tokens."""
+    ids = torch.randint(N_SPECIAL, vocab_size, (n_rows, max_len), generator=rng)
+    lengths = torch.randint(max_len // 2, max_len + 1, (n_rows,), generator=rng)
+    ids[:, 0] = CLS
+    ids[torch.arange(n_rows), lengths - 1] = SEP
+    ids[torch.arange(max_len)[None, :] >= lengths[:, None]] = PAD
+    return ids, ids < N_SPECIAL
+
+
+def _call(fn, ids, special, vocab_size, rng, **kw):
+    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31, (1,), generator=rng)))
+    out = fn(ids, mask_token_id=MASK, vocab_size=vocab_size, special_tokens_mask=special, generator=g, **kw)
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise CheckFailed(f"return a tuple (masked_input_ids, labels), got {type(out).__name__}")
+    masked, labels = out
+    expect(tuple(masked.shape) == tuple(ids.shape) and tuple(labels.shape) == tuple(ids.shape),
+           f"shapes: masked {tuple(masked.shape)}, labels {tuple(labels.shape)}, expected {tuple(ids.shape)}")
+    return masked, labels
+
+
+@exercise("15.mask-statistics", points=3, uses="mask_tokens")
+def check_statistics(fn, rng):
+    """Selected share ≈ ratio and (mask, random, keep) ≈ mask_prob_split over > 100k tokens."""
+    V = 1000
+    for ratio, split in [(0.15, (0.8, 0.1, 0.1)), (0.4, (0.8, 0.1, 0.1)), (0.25, (0.5, 0.2, 0.3))]:
+        ids, special = _batch(rng, vocab_size=V)
+        masked, labels = _call(fn, ids, special, V, rng, ratio=ratio, mask_prob_split=split)
+        selected = labels != IGNORE
+        case = f"ratio={ratio}, mask_prob_split={split}"
+        share = selected[~special].float().mean().item()
+        expect(abs(share - ratio) < 0.01, f"[{case}] selected share of ordinary tokens {share:.4f}, "
+               f"expected {ratio} ± 0.01 (select each non-special token with probability ratio)")
+        n = int(selected.sum())
+        shares = {"[MASK]": (masked[selected] == MASK).float().mean().item(),
+                  "random": ((masked != ids) & (masked != MASK))[selected].float().mean().item(),
+                  "unchanged": (masked == ids)[selected].float().mean().item()}
+        for (name, got), target in zip(shares.items(), split):
+            expect(abs(got - target) < 0.015, f"[{case}] {name} share of the {n} selected tokens "
+                   f"{got:.4f}, expected {target} ± 0.015")
+
+
+@exercise("15.specials-untouched", points=2, uses="mask_tokens")
+def check_specials(fn, rng):
+    """Special tokens and padding are never selected or changed; random words are never special ids."""
+    V = 40    # a small vocabulary: random replacements hit every id many times
+    ids, special = _batch(rng, n_rows=400, max_len=64, vocab_size=V)
+    masked, labels = _call(fn, ids, special, V, rng, ratio=0.5, mask_prob_split=(0.0, 1.0, 0.0))
+    n_sel = int((labels != IGNORE)[special].sum())
+    expect(n_sel == 0, f"{n_sel} special/padding positions were selected (labels != -100 there)")
+    n_changed = int((masked != ids)[special].sum())
+    expect(n_changed == 0, f"{n_changed} special/padding positions were changed in masked_input_ids")
+    replaced = (masked != ids) & ~special
+    bad = masked[replaced]
+    bad = bad[bad < N_SPECIAL]
+    expect(len(bad) == 0, f"random replacements drew special ids {sorted(set(bad.tolist()))} "
+           f"([PAD]=0, [CLS]=1, [SEP]=2, [MASK]=3): draw only from the ordinary ids")
+    ids, special = _batch(rng, n_rows=200, max_len=64, vocab_size=V)
+    masked, labels = _call(fn, ids, special, V, rng, ratio=1.0)
+    expect(bool((labels[~special] != IGNORE).all()), "ratio=1.0: every ordinary token must be selected")
+    expect(bool((labels[special] == IGNORE).all()), "ratio=1.0: special tokens must still never be selected")
+
+
+@exercise("15.labels-and-copy", points=2, uses="mask_tokens")
+def check_labels(fn, rng):
+    """Labels: original id where selected, -100 elsewhere; unselected inputs unchanged; no in-place edit."""
+    V = 1000
+    ids, special = _batch(rng, n_rows=300, max_len=64, vocab_size=V)
+    before = ids.clone()
+    masked, labels = _call(fn, ids, special, V, rng, ratio=0.3)
+    expect(torch.equal(ids, before), "input_ids was modified in place: clone it before replacing tokens")
+    expect(masked is not ids, "return a new tensor, not input_ids itself")
+    selected = labels != IGNORE
+    expect(bool((labels[selected] == ids[selected]).all()),
+           "labels must hold the original token id at every selected position")
+    expect(bool((masked[~selected] == ids[~selected]).all()),
+           "positions that were not selected (labels == -100) must keep their original token")
+    expect(bool((selected & (masked == MASK)).sum() > 0), "no [MASK] in the output at ratio=0.3")
+    _, labels_none = _call(fn, ids, special, V, rng, ratio=0.0)
+    expect(bool((labels_none == IGNORE).all()), "ratio=0.0: every label must be -100")
