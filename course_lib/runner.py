@@ -39,6 +39,7 @@ def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 6
                 out_dir: Path = BUILD / "notebooks") -> pd.DataFrame:
     import papermill as pm
     out_dir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # as in the tests: tiny models, reproducible bits
     parameters = {} if seed is None else {"SEED": seed}
     rows = []
     for lesson in tqdm(lessons, desc="lessons", unit="lesson"):
@@ -88,6 +89,7 @@ def update_readme(table: pd.DataFrame, readme: Path = ROOT / "README.md") -> Non
 def store(lessons: list[Lesson], timeout: int = 600) -> None:
     """Execute lessons in place (no papermill metadata) so the checked output is stored."""
     from nbclient import NotebookClient
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     for lesson in tqdm(lessons, desc="store", unit="lesson"):
         nb = nbformat.read(lesson.notebook, as_version=4)
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
