@@ -78,7 +78,7 @@ def update_readme(table: pd.DataFrame, readme: Path = ROOT / "README.md") -> Non
     block = (f"{README_BEGIN}\n" + shown.to_markdown(index=False)
              + f"\n\nWhole course: {table['seconds'].sum():.0f} s; median lesson "
              f"{table['seconds'].median():.1f} s (measured by `make timing` on {os.cpu_count()} "
-             f"CPU cores, {threads} torch threads, Python {platform.python_version()}).\n{README_END}")
+             f"CPU cores, torch threads: {threads}, Python {platform.python_version()}).\n{README_END}")
     text = readme.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(README_BEGIN) + ".*?" + re.escape(README_END), re.S)
     if not pattern.search(text):
