@@ -208,17 +208,31 @@ def pretraining_losses(out, labels, next_sentence_label, n_masked: int, n_pairs:
 
 
 def pretrain(config: PretrainConfig | None = None, seed: int = 0, progress: bool = True,
-             device=None) -> PretrainResult:
+             device=None, num_threads: int | None = 1) -> PretrainResult:
     """Train a BertForPreTraining from scratch; history has one row per `log_every` steps
     with step, loss, mlm_loss, nsp_loss, mlm_acc, nsp_acc (on the training batch), lr.
 
     Under torchrun (WORLD_SIZE > 1) it trains with DistributedDataParallel over gloo on
     the CPU; every rank returns the same model and history.
+
+    num_threads: torch's intra-op threads while training (restored afterwards). The tensors
+    are so small that a second thread gains ~20% on an idle 2-core machine and loses many
+    times that when the cores are shared; one thread also makes the weights independent of
+    the caller's thread setting. None keeps the caller's setting.
     """
+    saved_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        return _pretrain(config or PretrainConfig(), seed, progress, device)
+    finally:
+        torch.set_num_threads(saved_threads)
+
+
+def _pretrain(config: PretrainConfig, seed: int, progress: bool, device) -> PretrainResult:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    config = config or PretrainConfig()
     rank, world = _distributed()
     if config.batch_size % world:
         raise ValueError(f"batch_size={config.batch_size} must be divisible by the number of "
