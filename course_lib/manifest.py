@@ -68,6 +68,7 @@ LESSONS: list[Lesson] = [
            "为什么BERT选择mask掉15%这个比例的词，可以是其他的比例吗？"),
     Lesson(16, "nsp-vs-sop", "What is NSP, and why did ALBERT replace it with SOP?",
            "什么是NSP，ALBERT为什么用SOP替换它？"),
+    Lesson(17, "pretraining-loss", "What loss does BERT pretrain with?", "BERT训练过程中的损失函数"),
     Lesson(18, "pretrained-parity", "Is our BERT the real BERT?", "我们的BERT和真正的BERT一样吗？",
            has_exercise=False),
 ]
