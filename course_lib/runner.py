@@ -22,6 +22,38 @@ BUILD = ROOT / "build"
 README_BEGIN, README_END = "<!-- timing:begin -->", "<!-- timing:end -->"
 
 
+def kernel_manager_class():
+    """The kernel manager for running lessons: local IPC sockets instead of TCP on POSIX.
+
+    ipykernel 7 prints a warning about unencrypted TCP on every kernel start, which buried the
+    progress bar of `make course` under 19 copies of it; IPC sockets are local files, so the
+    warning does not apply. Windows has no IPC transport and keeps the default (TCP).
+    """
+    import uuid
+
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.paths import jupyter_runtime_dir
+    from traitlets import default
+
+    if os.name == "nt":
+        return AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self):
+            return "ipc"
+
+        @default("ip")
+        def _default_ip(self):
+            # An absolute socket path: the kernel starts in the lesson's folder, the client
+            # here, so a relative path would name two different files.
+            runtime = Path(jupyter_runtime_dir())
+            runtime.mkdir(parents=True, exist_ok=True)
+            return str(runtime / f"course-{uuid.uuid4().hex[:12]}-ipc")
+
+    return IPCKernelManager
+
+
 def _status(output_path: Path) -> tuple[str, str]:
     nb = nbformat.read(output_path, as_version=4)
     for cell in nb.cells:
@@ -48,7 +80,8 @@ def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 6
         try:
             pm.execute_notebook(str(lesson.notebook), str(output), parameters=parameters,
                                 kernel_name="python3", progress_bar=False,
-                                execution_timeout=timeout, cwd=str(lesson.notebook.parent))
+                                execution_timeout=timeout, cwd=str(lesson.notebook.parent),
+                                kernel_manager_class=kernel_manager_class())
         except Exception:  # the status below reads the failing cell from the output notebook
             pass
         seconds = time.perf_counter() - start
@@ -93,6 +126,7 @@ def store(lessons: list[Lesson], timeout: int = 600) -> None:
     for lesson in tqdm(lessons, desc="store", unit="lesson"):
         nb = nbformat.read(lesson.notebook, as_version=4)
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       kernel_manager_class=kernel_manager_class(),
                        resources={"metadata": {"path": str(lesson.notebook.parent)}}).execute()
         for cell in nb.cells:
             cell.metadata.pop("execution", None)
