@@ -1,6 +1,6 @@
-"""Pretrain a tiny BERT on the synthetic corpus: masked LM + NSP or SOP (lessons 15-17, 19).
+"""Pretrain a tiny BERT on the synthetic corpus: masked LM + NSP or SOP (lessons 16 and 17).
 
-    python -m course_lib.pretraining --steps 600                   # one process
+    python -m course_lib.pretraining                               # one process, ~85 s
     torchrun --nproc_per_node=2 -m course_lib.pretraining ...      # two processes, same result
 
 Data: sentence pairs from `course_lib.corpus.make_documents`. A positive pair is two
