@@ -343,18 +343,26 @@ def evaluate(model: BertForPreTraining, tokenizer: WordPieceTokenizer, docs: lis
             "nsp_loss": totals[2].item() / n_pairs, "nsp_acc": totals[3].item() / n_pairs}
 
 
-def cache_path(config: PretrainConfig, seed: int, cache_dir: str | Path | None = None) -> Path:
+def cache_path(config: PretrainConfig, seed: int, cache_dir: str | Path | None = None,
+               device_type: str = "cpu") -> Path:
+    """Where the checkpoint of (config, seed) trained on `device_type` lives. The device is part of
+    the name: a GPU computes in another order, so its weights differ in the last bits, and a CPU run
+    must not load them in place of its own (the stored notebooks' rounded numbers come from the CPU)."""
     cache_dir = Path(cache_dir) if cache_dir is not None else ROOT / "build" / "cache"
-    return cache_dir / f"tiny_bert_{config.key(seed)}.pt"
+    suffix = "" if device_type == "cpu" else f"_{device_type}"
+    return cache_dir / f"tiny_bert_{config.key(seed)}{suffix}.pt"
 
 
 def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
                      cache_dir: str | Path | None = None, progress: bool = True,
                      device=None) -> PretrainResult:
     """The pretrained tiny BERT for (config, seed): loaded from the cache if present, else
-    trained (70-80 s with the defaults on one CPU thread) and saved. Eval mode."""
+    trained (about 85 s with the defaults on one CPU thread) and saved. Eval mode.
+    On a GPU it trains there once and caches that checkpoint separately (see `cache_path`)."""
     config = config or PretrainConfig()
-    path = cache_path(config, seed, cache_dir)
+    _, world = _distributed()
+    device_type = "cpu" if world > 1 else torch.device(device or get_device()).type
+    path = cache_path(config, seed, cache_dir, device_type)
     if path.exists():
         saved = torch.load(path, map_location="cpu", weights_only=False)
         tokenizer = corpus_tokenizer(max_position_embeddings=config.max_position_embeddings)

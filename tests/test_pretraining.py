@@ -133,9 +133,9 @@ def test_load_or_pretrain_caches(tmp_path):
     config = PretrainConfig(**TINY)
     path = cache_path(config, 3, tmp_path)
     assert not path.exists()
-    first = load_or_pretrain(config, seed=3, cache_dir=tmp_path, progress=False)
+    first = load_or_pretrain(config, seed=3, cache_dir=tmp_path, progress=False, device="cpu")
     assert path.exists() and path.name.startswith("tiny_bert_")
-    second = load_or_pretrain(config, seed=3, cache_dir=tmp_path, progress=False)
+    second = load_or_pretrain(config, seed=3, cache_dir=tmp_path, progress=False, device="cpu")
     for (k1, v1), (k2, v2) in zip(first.model.state_dict().items(),
                                   second.model.state_dict().items()):
         assert k1 == k2 and torch.equal(v1, v2)
@@ -143,6 +143,8 @@ def test_load_or_pretrain_caches(tmp_path):
     # another seed or config is another file
     assert cache_path(config, 4, tmp_path) != path
     assert cache_path(PretrainConfig(**{**TINY, "task": "sop"}), 3, tmp_path) != path
+    # a GPU-trained checkpoint never stands in for the CPU one
+    assert cache_path(config, 3, tmp_path, "cuda").name == path.stem + "_cuda.pt"
 
 
 def test_torchrun_two_processes_match_one_process(tmp_path):
