@@ -43,9 +43,18 @@ def check_input_embeddings(fn, rng):
                 p.add_(torch.randn(p.shape, generator=rng) * 0.1)  # non-trivial LayerNorm weights too
         B, T = int(torch.randint(1, 4, (1,), generator=rng)), int(torch.randint(1, 17, (1,), generator=rng))
         ids = torch.randint(0, 50, (B, T), generator=rng)
-        segments = (torch.arange(T) >= T // 2).long().expand(B, T).clone()
+        # every row switches to segment 1 at its own boundary, so rows cannot share segment ids
+        boundary = torch.randint(0, T + 1, (B, 1), generator=rng)
+        segments = (torch.arange(T) >= boundary).long()                      # (B, T)
         with torch.no_grad():
             got = fn(ids, segments, reference.word_embeddings, reference.position_embeddings,
                      reference.token_type_embeddings, reference.LayerNorm)
             expected = reference(ids, segments)
-        expect_close(f"case {case}: B={B}, T={T}, hidden_size={H}", got, expected, atol=1e-5)
+            no_layernorm = (reference.word_embeddings(ids) + reference.position_embeddings.weight[:T]
+                            + reference.token_type_embeddings(segments))
+        case_name = f"case {case}: B={B}, T={T}, hidden_size={H}"
+        if (isinstance(got, torch.Tensor) and got.shape == no_layernorm.shape
+                and torch.allclose(got, no_layernorm, atol=1e-5)):
+            raise CheckFailed(f"[{case_name}] you returned the sum itself: BERT applies LayerNorm "
+                              f"to it (pass it through `layer_norm`)")
+        expect_close(case_name, got, expected, atol=1e-5)

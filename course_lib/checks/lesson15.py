@@ -17,9 +17,14 @@ def _batch(rng, n_rows=900, max_len=160, vocab_size=1000):
     return ids, ids < N_SPECIAL
 
 
-def _call(fn, ids, special, vocab_size, rng, **kw):
-    g = torch.Generator().manual_seed(int(torch.randint(0, 2**31, (1,), generator=rng)))
+def _call(fn, ids, special, vocab_size, rng, seed=None, **kw):
+    if seed is None:
+        seed = int(torch.randint(0, 2**31, (1,), generator=rng))
+    g = torch.Generator().manual_seed(seed) if seed >= 0 else None
+    before = ids.clone()
     out = fn(ids, mask_token_id=MASK, vocab_size=vocab_size, special_tokens_mask=special, generator=g, **kw)
+    expect(torch.equal(ids, before), "input_ids was modified in place: clone it before replacing "
+           "tokens (the caller still needs the original ids)")
     if not (isinstance(out, tuple) and len(out) == 2):
         raise CheckFailed(f"return a tuple (masked_input_ids, labels), got {type(out).__name__}")
     masked, labels = out
@@ -87,3 +92,39 @@ def check_labels(fn, rng):
     expect(bool((selected & (masked == MASK)).sum() > 0), "no [MASK] in the output at ratio=0.3")
     _, labels_none = _call(fn, ids, special, V, rng, ratio=0.0)
     expect(bool((labels_none == IGNORE).all()), "ratio=0.0: every label must be -100")
+
+
+@exercise("15.dynamic-and-random", points=2, uses="mask_tokens")
+def check_dynamic_and_random(fn, rng):
+    """Masks are drawn from `generator` (same seed: same mask; another seed: another mask; None works);
+    random words are valid, varied ordinary ids; `special_ids` is honoured."""
+    V = 1000
+    ids, special = _batch(rng, n_rows=300, max_len=64, vocab_size=V)
+    seed = int(torch.randint(0, 2**31, (1,), generator=rng))
+    first = _call(fn, ids, special, V, rng, seed=seed)
+    again = _call(fn, ids, special, V, rng, seed=seed)
+    other = _call(fn, ids, special, V, rng, seed=seed + 1)
+    expect(torch.equal(first[1], again[1]) and torch.equal(first[0], again[0]),
+           "the same generator seed gave a different mask: draw every random number from `generator`")
+    expect(not torch.equal(first[1], other[1]),
+           "another generator seed gave the same mask: masking must be dynamic (a new mask per call), "
+           "so draw the selection from `generator`, not from a fixed seed")
+    masked, labels = _call(fn, ids, special, V, rng, seed=-1)      # generator=None must work too
+    expect(bool((labels != IGNORE).any()), "generator=None: nothing was selected")
+
+    masked, labels = _call(fn, ids, special, V, rng, ratio=0.5, mask_prob_split=(0.0, 1.0, 0.0))
+    replaced = (masked != ids) & ~special
+    drawn = masked[replaced]
+    expect(bool(((drawn >= 0) & (drawn < V)).all()),
+           f"random replacements must be ids in range(vocab_size={V}); got ids from "
+           f"{drawn.min().item()} to {drawn.max().item()}")
+    n_distinct = len(drawn.unique())
+    expect(n_distinct > V // 2, f"random replacements used only {n_distinct} distinct ids out of "
+           f"{V - N_SPECIAL} ordinary ones: draw a fresh uniform id for every replaced position")
+
+    extra = N_SPECIAL + 7                                           # declared special by the caller
+    masked, labels = _call(fn, ids, special, V, rng, ratio=0.5, mask_prob_split=(0.0, 1.0, 0.0),
+                           special_ids=list(range(N_SPECIAL)) + [extra])
+    replaced = (masked != ids) & ~special
+    expect(not bool((masked[replaced] == extra).any()),
+           f"special_ids=[0, 1, 2, 3, {extra}] was given, but id {extra} was drawn as a random word")
