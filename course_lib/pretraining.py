@@ -128,6 +128,19 @@ class PairBatcher:
                 "attention_mask": attention_mask, "special_tokens_mask": special,
                 "next_sentence_label": torch.tensor(labels, dtype=torch.long)}
 
+    def masked_batch(self, batch_size: int, rng: random.Random, mask_generator: torch.Generator,
+                     ratio: float = 0.15,
+                     mask_prob_split: tuple[float, float, float] = (0.8, 0.1, 0.1)):
+        """`batch` with BERT's masking applied: input_ids masked, plus labels (B, T) holding the
+        original id at selected positions and -100 elsewhere."""
+        batch = self.batch(batch_size, rng)
+        batch["input_ids"], batch["labels"] = mask_tokens(
+            batch["input_ids"], mask_token_id=self.tokenizer.mask_token_id,
+            vocab_size=len(self.tokenizer), special_tokens_mask=batch["special_tokens_mask"],
+            ratio=ratio, generator=mask_generator, mask_prob_split=mask_prob_split,
+            special_ids=self.tokenizer.special_ids)
+        return batch
+
 
 # ---------------------------------------------------------------------------------------------
 # Configuration and training
@@ -198,6 +211,11 @@ def _distributed() -> tuple[int, int]:
     return dist.get_rank(), world_size
 
 
+def _training_device(device, world: int) -> torch.device:
+    """Several processes train on the CPU (gloo); one process on `device` or the best available."""
+    return torch.device("cpu") if world > 1 else torch.device(device or get_device())
+
+
 def pretraining_losses(out, labels, next_sentence_label, n_masked: int, n_pairs: int):
     """(mlm, nsp) summed over this slice and divided by the *global* counts, so the slices'
     losses add up to the global batch's mean losses."""
@@ -239,7 +257,7 @@ def _pretrain(config: PretrainConfig, seed: int, progress: bool, device) -> Pret
     if config.batch_size % world:
         raise ValueError(f"batch_size={config.batch_size} must be divisible by the number of "
                          f"processes {world}")
-    device = torch.device("cpu") if world > 1 else torch.device(device or get_device())
+    device = _training_device(device, world)
 
     tokenizer = corpus_tokenizer(max_position_embeddings=config.max_position_embeddings)
     docs = make_documents(config.n_docs, seed, config.min_sentences, config.max_sentences)
@@ -265,18 +283,11 @@ def _pretrain(config: PretrainConfig, seed: int, progress: bool, device) -> Pret
                mininterval=float(os.environ.get("TQDM_MININTERVAL", 10)))
     model.train()
     for step in bar:
-        batch = batcher.batch(config.batch_size, data_rng)    # the global batch
-        masked, labels = mask_tokens(batch["input_ids"], mask_token_id=tokenizer.mask_token_id,
-                                     vocab_size=len(tokenizer),
-                                     special_tokens_mask=batch["special_tokens_mask"],
-                                     ratio=config.mask_ratio, generator=mask_gen,
-                                     mask_prob_split=config.mask_prob_split,
-                                     special_ids=tokenizer.special_ids)
-        n_masked = int((labels != IGNORE_INDEX).sum())
-        part = {k: v[lo:hi].to(device) for k, v in
-                (("input_ids", masked), ("token_type_ids", batch["token_type_ids"]),
-                 ("attention_mask", batch["attention_mask"]), ("labels", labels),
-                 ("next_sentence_label", batch["next_sentence_label"]))}
+        batch = batcher.masked_batch(config.batch_size, data_rng, mask_gen,   # the global batch
+                                     config.mask_ratio, config.mask_prob_split)
+        n_masked = int((batch["labels"] != IGNORE_INDEX).sum())
+        part = {k: batch[k][lo:hi].to(device) for k in
+                ("input_ids", "token_type_ids", "attention_mask", "labels", "next_sentence_label")}
         out = train_model(part["input_ids"], part["token_type_ids"], part["attention_mask"])
         mlm, nsp = pretraining_losses(out, part["labels"], part["next_sentence_label"],
                                       n_masked, config.batch_size)
@@ -320,15 +331,10 @@ def evaluate(model: BertForPreTraining, tokenizer: WordPieceTokenizer, docs: lis
     totals = torch.zeros(4, dtype=torch.float64)  # mlm loss sum, mlm hits, nsp loss sum, nsp hits
     n_masked = 0
     for start in range(0, n_pairs, batch_size):
-        batch = batcher.batch(min(batch_size, n_pairs - start), rng)
-        masked, labels = mask_tokens(batch["input_ids"], mask_token_id=tokenizer.mask_token_id,
-                                     vocab_size=len(tokenizer),
-                                     special_tokens_mask=batch["special_tokens_mask"],
-                                     ratio=mask_ratio, generator=gen,
-                                     special_ids=tokenizer.special_ids)
-        out = model(masked.to(device), batch["token_type_ids"].to(device),
+        batch = batcher.masked_batch(min(batch_size, n_pairs - start), rng, gen, mask_ratio)
+        out = model(batch["input_ids"].to(device), batch["token_type_ids"].to(device),
                     batch["attention_mask"].to(device))
-        labels, nsp = labels.to(device), batch["next_sentence_label"].to(device)
+        labels, nsp = batch["labels"].to(device), batch["next_sentence_label"].to(device)
         sel = labels != IGNORE_INDEX
         mlm_sum, nsp_sum = pretraining_losses(out, labels, nsp, 1, 1)
         totals += torch.tensor([mlm_sum.item(),
@@ -361,8 +367,7 @@ def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
     On a GPU it trains there once and caches that checkpoint separately (see `cache_path`)."""
     config = config or PretrainConfig()
     _, world = _distributed()
-    device_type = "cpu" if world > 1 else torch.device(device or get_device()).type
-    path = cache_path(config, seed, cache_dir, device_type)
+    path = cache_path(config, seed, cache_dir, _training_device(device, world).type)
     if path.exists():
         saved = torch.load(path, map_location="cpu", weights_only=False)
         tokenizer = corpus_tokenizer(max_position_embeddings=config.max_position_embeddings)

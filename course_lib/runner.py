@@ -6,6 +6,7 @@ failed, "error" when the lesson broke before reaching its claims.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -22,6 +23,7 @@ BUILD = ROOT / "build"
 README_BEGIN, README_END = "<!-- timing:begin -->", "<!-- timing:end -->"
 
 
+@functools.cache
 def kernel_manager_class():
     """The kernel manager for running lessons: local IPC sockets instead of TCP on POSIX.
 
