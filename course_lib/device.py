@@ -42,3 +42,15 @@ def environment_report() -> dict[str, str]:
         "torch threads": str(torch.get_num_threads()),
         "device": str(get_device()),
     }
+
+
+def limit_threads(threads: int = 1) -> int:
+    """Use `threads` torch threads, unless COURSE_TORCH_THREADS overrides it; return the number.
+
+    Tiny models gain nothing from a second thread, and results are bit-identical run to run
+    only at a fixed thread count. `course sweep` sets COURSE_TORCH_THREADS=2 for one run, because
+    another thread count rounds differently, as another CPU would: a claim must survive that.
+    """
+    threads = int(os.environ.get("COURSE_TORCH_THREADS", threads))
+    torch.set_num_threads(threads)
+    return threads

@@ -8,9 +8,9 @@ import nbformat
 import pytest
 
 from course_lib import ROOT
-from course_lib.grader import grade
-from course_lib.grading import load_all
-from course_lib.manifest import LESSONS
+from course_tools.grader import grade
+from course_tools.grading import load_all
+from course_tools.manifest import LESSONS
 
 GRADED = [l for l in LESSONS if l.has_exercise and l.exercise.exists()]
 
@@ -31,7 +31,7 @@ def test_solution_scores_full_marks(lesson):
 
 def test_every_graded_item_is_registered():
     registry = load_all()
-    from course_lib.grader import rebuild
+    from course_tools.grader import rebuild
     for lesson in GRADED:
         nb = nbformat.read(lesson.exercise, as_version=4)
         ids = [s["id"] for s in rebuild(nb, nb) if s["kind"] == "grade"]
@@ -77,7 +77,7 @@ def test_wrong_answer_with_grading_cells_deleted_scores_zero(tmp_path):
 
 def test_check_overwritten_in_the_kernel_earns_nothing(tmp_path):
     tampered = WRONG + (
-        "import course_lib.grading as g\n"
+        "import course_tools.grading as g\n"
         "g.check = g.run_check = lambda *a, **k: g.Result('x', 2, 2, True, 'ok')\n"
         "for ex in list(g.REGISTRY.values()):\n"
         "    g.REGISTRY[ex.id] = g.Exercise(ex.id, ex.points, ex.uses, lambda *a, **k: None, '')\n"
@@ -120,7 +120,7 @@ def test_answer_matched_by_order_when_cell_ids_change(tmp_path):
 
 def test_cli_json_output_and_exit_status(tmp_path):
     path = _submission(tmp_path, WRONG)
-    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "grade", str(path), "--json"],
+    proc = subprocess.run([sys.executable, "-m", "course_tools.cli", "grade", str(path), "--json"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
@@ -134,6 +134,6 @@ def test_cli_json_output_and_exit_status(tmp_path):
 def test_cli_rejects_a_file_that_is_not_an_exercise(tmp_path):
     path = tmp_path / "mine.ipynb"
     nbformat.write(nbformat.v4.new_notebook(), path)
-    proc = subprocess.run([sys.executable, "-m", "course_lib.cli", "grade", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "course_tools.cli", "grade", str(path)],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "not a course exercise" in proc.stderr

@@ -2,8 +2,8 @@
 import papermill as pm
 import pytest
 
-from course_lib.manifest import LESSONS
-from course_lib.runner import _status
+from course_tools.manifest import LESSONS
+from course_tools.runner import _status
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[l.stem for l in LESSONS])

@@ -6,8 +6,8 @@ import nbformat
 import pytest
 
 from course_lib import ROOT
-from course_lib.exercises import generate
-from course_lib.manifest import LESSONS
+from course_tools.exercises import generate
+from course_tools.manifest import LESSONS
 
 NOTEBOOKS = [l for l in LESSONS]
 

@@ -1,8 +1,8 @@
 """`course run` (the runner behind `make course`): executes a lesson and reads its claims."""
 import os
 
-from course_lib.manifest import by_id
-from course_lib.runner import kernel_manager_class, run_lessons
+from course_tools.manifest import by_id
+from course_tools.runner import kernel_manager_class, run_lessons
 
 
 def test_run_lessons_executes_and_reports_claims(tmp_path, capfd):

@@ -92,7 +92,7 @@ def grade(path, cell_timeout: float = 60.0, total_timeout: float = 600.0) -> dic
     with tempfile.TemporaryDirectory() as workdir:
         env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
         try:
-            proc = subprocess.run([sys.executable, "-m", "course_lib.grader_worker"], input=request,
+            proc = subprocess.run([sys.executable, "-m", "course_tools.grader_worker"], input=request,
                                   capture_output=True, text=True, cwd=workdir, env=env,
                                   timeout=total_timeout)
             stdout = proc.stdout

@@ -1,7 +1,7 @@
 """Graded checks for lesson 16: ALBERT's sentence-order-prediction pairs."""
 import torch
 
-from ..corpus import make_documents
+from course_lib.corpus import make_documents
 from ..grading import CheckFailed, exercise, expect
 
 

@@ -4,7 +4,7 @@ A check compares the learner's object with the course's reference on randomized 
 (hidden from the notebook) and raises `CheckFailed` with a sentence that names the case
 and says what was expected and what came back.
 
-Lesson modules register their checks in `course_lib/checks/lessonNN.py`:
+Lesson modules register their checks in `course_tools/checks/lessonNN.py`:
 
     @exercise("01.sdpa", points=2, uses=("scaled_dot_product_attention",))
     def check_sdpa(fn, rng):
@@ -50,7 +50,7 @@ def exercise(exercise_id: str, *, points: int, uses: tuple[str, ...] | str, titl
 
 
 def load_all() -> dict[str, Exercise]:
-    """Import every module of `course_lib.checks` so that its checks register."""
+    """Import every module of `course_tools.checks` so that its checks register."""
     from . import checks
     for info in pkgutil.iter_modules(checks.__path__):
         importlib.import_module(f"{checks.__name__}.{info.name}")

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..activations import gelu as reference_gelu
-from ..feedforward import FeedForward as Reference
+from course_lib.activations import gelu as reference_gelu
+from course_lib.feedforward import FeedForward as Reference
 from ..grading import CheckFailed, expect, expect_close, expect_tensor, exercise
 
 

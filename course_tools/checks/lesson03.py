@@ -2,9 +2,9 @@
 import torch
 from torch import nn
 
-from ..attention import MultiHeadAttention as Reference
-from ..attention import merge_heads as reference_merge
-from ..attention import split_heads as reference_split
+from course_lib.attention import MultiHeadAttention as Reference
+from course_lib.attention import merge_heads as reference_merge
+from course_lib.attention import split_heads as reference_split
 from ..grading import CheckFailed, exercise, expect, expect_close
 
 MEMBERS = ("q_proj", "k_proj", "v_proj", "out_proj")

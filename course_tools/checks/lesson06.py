@@ -4,7 +4,7 @@ import math
 import torch
 from torch import nn
 
-from ..embedding import ScaledEmbedding as Reference
+from course_lib.embedding import ScaledEmbedding as Reference
 from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
 
 

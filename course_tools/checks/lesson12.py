@@ -3,10 +3,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..embedding import ScaledEmbedding
+from course_lib.embedding import ScaledEmbedding
 from ..grading import CheckFailed, exercise, expect, expect_close
-from ..transformer import CausalLM, CausalLMConfig
-from ..weight_tying import count_parameters
+from course_lib.transformer import CausalLM, CausalLMConfig
+from course_lib.weight_tying import count_parameters
 
 
 def _sizes(rng):

@@ -1,7 +1,7 @@
 """Graded checks for lesson 01: scaled dot-product attention with masks."""
 import torch
 
-from ..attention import scaled_dot_product_attention as reference
+from course_lib.attention import scaled_dot_product_attention as reference
 from ..grading import CheckFailed, exercise, expect, expect_close
 
 

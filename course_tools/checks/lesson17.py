@@ -2,7 +2,7 @@
 import torch
 import torch.nn.functional as F
 
-from ..bert import mlm_cross_entropy
+from course_lib.bert import mlm_cross_entropy
 from ..grading import CheckFailed, exercise, expect, expect_close, expect_tensor
 
 IGNORE = -100

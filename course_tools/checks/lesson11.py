@@ -2,8 +2,8 @@
 import torch
 
 from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
-from ..transformer import DecoderLayer as Reference
-from ..transformer import causal_mask as reference_mask
+from course_lib.transformer import DecoderLayer as Reference
+from course_lib.transformer import causal_mask as reference_mask
 
 
 def _int(rng, low, high):

@@ -3,7 +3,7 @@ import random
 
 import torch
 
-from ..bert import BertConfig, BertEmbeddings
+from course_lib.bert import BertConfig, BertEmbeddings
 from ..grading import CheckFailed, exercise, expect, expect_close
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "##s", "run", "fast", "[UNK]", "!", "?", "it"]

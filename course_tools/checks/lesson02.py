@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from ..grading import CheckFailed, exercise, expect, expect_close
-from ..self_attention import SelfAttention as Reference
+from course_lib.self_attention import SelfAttention as Reference
 
 
 def _build(cls, d_model, rng):

@@ -1,8 +1,8 @@
 """Graded checks for lesson 04: the FLOP count of one self-attention layer, against FlopCounterMode."""
 import torch
 
-from ..attention import MultiHeadAttention, scaled_dot_product_attention
-from ..complexity import count_flops
+from course_lib.attention import MultiHeadAttention, scaled_dot_product_attention
+from course_lib.complexity import count_flops
 from ..grading import CheckFailed, exercise, expect
 
 

@@ -2,7 +2,7 @@
 import torch
 
 from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
-from ..positional import sinusoidal_table as reference
+from course_lib.positional import sinusoidal_table as reference
 
 
 def _mistakes(max_len: int, d_model: int) -> dict[str, torch.Tensor]:

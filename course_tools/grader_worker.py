@@ -13,7 +13,7 @@ def main() -> None:
     request = json.loads(sys.stdin.read())
     nonce, plan, cell_timeout = request["nonce"], request["plan"], float(request["cell_timeout"])
     real_stdout_write = sys.stdout.write
-    from course_lib.grading import load_all, run_check
+    from course_tools.grading import load_all, run_check
     checks = dict(load_all())  # captured before the learner's code can touch it
 
     def emit(item: dict) -> None:
