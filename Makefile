@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install course test lab exercises notebooks timing clean
+.PHONY: install course test lab exercises notebooks timing sweep clean
 
 install: $(STAMP)
 
@@ -35,6 +35,9 @@ notebooks: install
 
 timing: install
 	$(BIN)/course run --update-readme
+
+sweep: install
+	$(BIN)/course sweep --jobs 2 --update-readme
 
 clean:
 	rm -rf build

@@ -31,6 +31,25 @@ def cmd_run(args) -> int:
     return 0 if (table["claims held"] == "yes").all() else 1
 
 
+def cmd_sweep(args) -> int:
+    from .sweep import DEFAULT_RUNS, Run, robustness_table, sweep, update_readme
+    runs = DEFAULT_RUNS if args.seeds is None else [Run(f"seed {s}", s) for s in args.seeds]
+    if args.seeds is not None and args.threads_run:
+        runs = runs + [Run(f"seed {args.seeds[0]}, 2 threads", args.seeds[0], threads=2)]
+    runs_table, claims_table = sweep(_select(args.only), runs, jobs=args.jobs, timeout=args.timeout)
+    table = robustness_table(runs_table, claims_table)
+    print(table.to_markdown(index=False))
+    failed = runs_table[runs_table["claims held"] != "yes"]
+    if len(failed):
+        print("\nruns whose claims did not hold:")
+        print(failed[["lesson", "id", "run", "claims held", "error"]].to_markdown(index=False))
+    if args.update_readme:
+        update_readme(table, runs)
+        print("README.md robustness table updated")
+    print("per-claim values: build/sweep.csv; per run: build/sweep_runs.csv")
+    return 0 if failed.empty else 1
+
+
 def cmd_store(args) -> int:
     from .runner import store
     store(_select(args.only), timeout=args.timeout)
@@ -77,6 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     p.add_argument("--update-readme", action="store_true", help="write the README timing table")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("sweep", help="run lessons at seeds 0-4 and with 2 threads; write build/sweep.csv")
+    p.add_argument("--only", nargs="*", help="lesson numbers or ids")
+    p.add_argument("--seeds", nargs="*", type=int, default=None, help="instead of 0-4 (+ 1 with 2 threads)")
+    p.add_argument("--threads-run", action="store_true", help="with --seeds: add a 2-thread run")
+    p.add_argument("--jobs", type=int, default=1, help="lessons run in parallel (worker processes)")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
+    p.add_argument("--update-readme", action="store_true", help="write the README robustness table")
+    p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("store", help="execute lessons in place, storing their outputs")
     p.add_argument("--only", nargs="*")
     p.add_argument("--timeout", type=int, default=600)

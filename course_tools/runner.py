@@ -56,7 +56,7 @@ def kernel_manager_class():
     return IPCKernelManager
 
 
-def _status(output_path: Path) -> tuple[str, str]:
+def lesson_status(output_path: Path) -> tuple[str, str]:
     nb = nbformat.read(output_path, as_version=4)
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -87,7 +87,7 @@ def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 6
         except Exception:  # the status below reads the failing cell from the output notebook
             pass
         seconds = time.perf_counter() - start
-        claims, error = _status(output) if output.exists() else ("error", "no output written")
+        claims, error = lesson_status(output) if output.exists() else ("error", "no output written")
         rows.append({"lesson": f"{lesson.number:02d}", "id": lesson.id, "seconds": round(seconds, 1),
                      "claims held": claims, "error": error})
     return pd.DataFrame(rows)

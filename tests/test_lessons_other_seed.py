@@ -3,7 +3,7 @@ import papermill as pm
 import pytest
 
 from course_tools.manifest import LESSONS
-from course_tools.runner import _status
+from course_tools.runner import lesson_status as _status
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[l.stem for l in LESSONS])

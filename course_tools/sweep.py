@@ -1,0 +1,148 @@
+"""`course sweep`: every lesson at seeds 0-4, and at SEED=1 with 2 torch threads.
+
+A claim that holds at one seed on one machine may be a coin flip. The sweep re-runs each lesson
+under several seeds and once with another thread count (reductions then round differently, as
+they would on another CPU), reads every `claim(...)` the evidence cells recorded (see
+`course_lib.evidence`), and writes:
+
+- `build/sweep.csv`: one row per lesson, run and claim: measured value, threshold, margin;
+- `build/sweep_runs.csv`: one row per lesson and run: seconds, claims held, error;
+- with `--update-readme`, the README's robustness table (between `<!-- sweep:begin -->` and
+  `<!-- sweep:end -->`): per lesson, the runs whose claims held and the thinnest margin.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from tqdm.std import tqdm
+
+from . import ROOT
+from .manifest import Lesson
+from .runner import BUILD, kernel_manager_class, lesson_status
+
+SWEEP_BEGIN, SWEEP_END = "<!-- sweep:begin -->", "<!-- sweep:end -->"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One configuration of the sweep."""
+    name: str
+    seed: int
+    threads: int = 1
+
+
+DEFAULT_RUNS = [Run(f"seed {s}", s) for s in range(5)] + [Run("seed 1, 2 threads", 1, threads=2)]
+
+
+def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dict, list[dict]]:
+    import papermill as pm
+    slug = run.name.replace(" ", "").replace(",", "_")
+    output = out_dir / f"{lesson.stem}__{slug}.ipynb"
+    claims_file = out_dir / f"{lesson.stem}__{slug}.claims.jsonl"
+    claims_file.unlink(missing_ok=True)
+    # The kernel inherits these: the claims file, and the thread count for torch and OpenMP.
+    env = {"COURSE_CLAIMS_FILE": str(claims_file), "COURSE_TORCH_THREADS": str(run.threads),
+           "OMP_NUM_THREADS": str(run.threads), "TQDM_MININTERVAL": "3600"}
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    start = time.perf_counter()
+    try:
+        pm.execute_notebook(str(lesson.notebook), str(output), parameters={"SEED": run.seed},
+                            kernel_name="python3", progress_bar=False, execution_timeout=timeout,
+                            cwd=str(lesson.notebook.parent), kernel_manager_class=kernel_manager_class())
+    except Exception:  # the status below reads the failing cell from the output notebook
+        pass
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    seconds = time.perf_counter() - start
+    status, error = lesson_status(output) if output.exists() else ("error", "no output written")
+    claims = []
+    if claims_file.exists():
+        for line in claims_file.read_text(encoding="utf-8").splitlines():
+            claims.append(json.loads(line))
+    base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
+    summary = {**base, "seconds": round(seconds, 1), "claims held": status,
+               "claims recorded": len(claims), "error": error}
+    return summary, [{**base, **claim} for claim in claims]
+
+
+def sweep(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, jobs: int = 1, timeout: int = 900,
+          out_dir: Path = BUILD / "sweep") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run every lesson under every run; return (runs table, claims table) and write both CSVs.
+
+    Environment variables are process-wide, so parallel jobs would race on them: the kernel is
+    started while they are set, so jobs > 1 runs lessons in separate worker processes.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = [(lesson, run) for lesson in lessons for run in runs]
+    summaries, claims = [], []
+    bar = tqdm(total=len(work), desc="sweep", unit="run")
+    if jobs <= 1:
+        for lesson, run in work:
+            summary, found = _run_one(lesson, run, out_dir, timeout)
+            summaries.append(summary)
+            claims.extend(found)
+            bar.update()
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = [pool.submit(_run_one, lesson, run, out_dir, timeout) for lesson, run in work]
+            for future in futures:
+                summary, found = future.result()
+                summaries.append(summary)
+                claims.extend(found)
+                bar.update()
+    bar.close()
+    runs_table = pd.DataFrame(summaries)
+    claims_table = pd.DataFrame(claims)
+    BUILD.mkdir(exist_ok=True)
+    runs_table.to_csv(BUILD / "sweep_runs.csv", index=False)
+    claims_table.to_csv(BUILD / "sweep.csv", index=False)
+    return runs_table, claims_table
+
+
+def robustness_table(runs_table: pd.DataFrame, claims_table: pd.DataFrame) -> pd.DataFrame:
+    """Per lesson: runs whose claims held, claims per run, and the thinnest margin over all runs."""
+    rows = []
+    for (lesson, lesson_id), group in runs_table.groupby(["lesson", "id"], sort=True):
+        held = int((group["claims held"] == "yes").sum())
+        row = {"lesson": lesson, "id": lesson_id, "runs held": f"{held}/{len(group)}",
+               "claims": int(group["claims recorded"].max())}
+        mine = claims_table[claims_table["lesson"] == lesson] if len(claims_table) else claims_table
+        if len(mine):
+            thinnest = mine.loc[mine["relative_margin"].idxmin()]
+            row["thinnest claim"] = str(thinnest["statement"])[:70]
+            row["measured"] = f"{thinnest['value']:.3g}"
+            row["threshold"] = f"{thinnest['op']} {thinnest['threshold']:.3g}"
+            row["relative margin"] = f"{thinnest['relative_margin']:.2f}"
+            row["run"] = thinnest["run"]
+        else:
+            row.update({"thinnest claim": "(no recorded claims)", "measured": "", "threshold": "",
+                        "relative margin": "", "run": ""})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def update_readme(table: pd.DataFrame, runs: list[Run], readme: Path = ROOT / "README.md") -> None:
+    names = ", ".join(run.name for run in runs)
+    block = (f"{SWEEP_BEGIN}\n" + table.to_markdown(index=False)
+             + f"\n\nRuns: {names}. Relative margin = distance from failing divided by the threshold "
+             f"(0.5: half the threshold away). Generated by `make sweep`; per-claim values in "
+             f"`build/sweep.csv`.\n{SWEEP_END}")
+    text = readme.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(SWEEP_BEGIN) + ".*?" + re.escape(SWEEP_END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"readme: no {SWEEP_BEGIN} ... {SWEEP_END} markers in {readme}")
+    readme.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
