@@ -1,0 +1,128 @@
+"""Claims (course_lib.evidence), the sweep's tables, and two rules every lesson follows:
+its evidence cell states claims with `claim(...)`, and no cell prints a notebook-vs-library
+comparison without asserting it."""
+import json
+import math
+import re
+
+import nbformat
+import pandas as pd
+import pytest
+import torch
+
+from course_lib import evidence
+from course_lib.evidence import claim, claim_close, margin_of
+from course_tools.manifest import LESSONS
+from course_tools.sweep import Run, robustness_table
+
+
+def test_claim_holds_records_and_returns_relative_margin(tmp_path, monkeypatch):
+    path = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("COURSE_CLAIMS_FILE", str(path))
+    relative = claim("gap is large", torch.tensor(0.3), ">", 0.1)
+    assert relative == pytest.approx(2.0)
+    entry = json.loads(path.read_text().splitlines()[-1])
+    assert entry["statement"] == "gap is large" and entry["held"] is True
+    assert entry["value"] == pytest.approx(0.3) and entry["threshold"] == 0.1
+    assert entry["margin"] == pytest.approx(0.2)
+
+
+def test_claim_failure_names_the_numbers_and_is_recorded(tmp_path, monkeypatch):
+    path = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("COURSE_CLAIMS_FILE", str(path))
+    with pytest.raises(AssertionError, match=r"loss below 0.1: measured 0.5, claimed < 0.1"):
+        claim("loss below 0.1", 0.5, "<", 0.1)
+    entry = json.loads(path.read_text())
+    assert entry["held"] is False and entry["margin"] == pytest.approx(-0.4)
+
+
+def test_nan_never_satisfies_a_claim():
+    with pytest.raises(AssertionError):
+        claim("nan is not evidence", float("nan"), "<", 1.0)
+
+
+@pytest.mark.parametrize("bad_op", ["==", "gt", ""])
+def test_claim_rejects_unknown_operator(bad_op):
+    with pytest.raises(ValueError, match="op: expected one of"):
+        claim("x", 1.0, bad_op, 0.0)
+
+
+def test_claim_rejects_non_scalar_tensor():
+    with pytest.raises(ValueError, match=r"value: expected a single number, got a tensor of shape \(2,\)"):
+        claim("x", torch.ones(2), ">", 0.0)
+
+
+def test_margins_for_both_directions_and_zero_threshold():
+    assert margin_of(3.0, ">", 2.0) == (1.0, 0.5)
+    assert margin_of(1.0, "<", 2.0) == (1.0, 0.5)
+    assert margin_of(0.5, ">", 0.0) == (0.5, 0.5)
+
+
+def test_claim_close_asserts_equality_and_catches_a_difference():
+    a = torch.randn(3, 4)
+    claim_close("identical", a, a.clone(), atol=0.0)
+    with pytest.raises(AssertionError, match="largest difference"):
+        claim_close("off by 1e-3", a, a + 1e-3, atol=1e-5)
+    with pytest.raises(AssertionError, match="shapes differ"):
+        claim_close("wrong shape", a, a.T)
+    assert evidence.RECORDED[-1]["held"] is False
+
+
+def test_robustness_table_reports_thinnest_margin_per_lesson():
+    runs = pd.DataFrame([
+        {"lesson": "01", "id": "a", "run": "seed 0", "seconds": 1.0, "claims held": "yes", "claims recorded": 2, "error": ""},
+        {"lesson": "01", "id": "a", "run": "seed 1", "seconds": 1.0, "claims held": "no", "claims recorded": 2, "error": "x"},
+    ])
+    claims = pd.DataFrame([
+        {"lesson": "01", "id": "a", "run": "seed 0", "statement": "wide", "value": 5.0, "op": ">",
+         "threshold": 1.0, "margin": 4.0, "relative_margin": 4.0, "held": True},
+        {"lesson": "01", "id": "a", "run": "seed 1", "statement": "thin", "value": 1.1, "op": ">",
+         "threshold": 1.0, "margin": 0.1, "relative_margin": 0.1, "held": True},
+    ])
+    table = robustness_table(runs, claims)
+    row = table.iloc[0]
+    assert row["runs held"] == "1/2" and row["thinnest claim"] == "thin" and row["run"] == "seed 1"
+    assert row["relative margin"] == "0.10"
+
+
+def test_default_sweep_has_five_seeds_and_a_two_thread_run():
+    from course_tools.sweep import DEFAULT_RUNS
+    assert [r.seed for r in DEFAULT_RUNS if r.threads == 1] == [0, 1, 2, 3, 4]
+    assert Run("seed 1, 2 threads", 1, threads=2) in DEFAULT_RUNS
+
+
+# --- rules every lesson follows -------------------------------------------------------------
+
+def _code_cells(lesson):
+    return [c for c in nbformat.read(lesson.notebook, as_version=4).cells if c.cell_type == "code"]
+
+
+LESSONS_WITH_CLAIMS = [l for l in LESSONS if l.number != 0]
+
+
+@pytest.mark.parametrize("lesson", LESSONS_WITH_CLAIMS, ids=[l.stem for l in LESSONS_WITH_CLAIMS])
+def test_evidence_cells_state_claims_with_claim(lesson):
+    evidence_cells = [c for c in _code_cells(lesson) if "evidence" in c.metadata.get("tags", [])]
+    assert evidence_cells, f"{lesson.stem}: no cell tagged 'evidence'"
+    source = "\n".join(c.source for c in evidence_cells)
+    assert re.search(r"\bclaim(_close)?\(", source), \
+        f"{lesson.stem}: the evidence cell makes no claim(...) - the sweep cannot read its margins"
+
+
+# A printed comparison with the library: a print whose text names course_lib / the library and
+# compares (ours, equal, ==, a max |difference|). Such a cell must also assert it.
+_PRINTED_COMPARISON = re.compile(
+    r"print\((?:(?!\n\S).)*?(course_lib|library)(?:(?!\n\S).)*?", re.S | re.I)
+_COMPARES = re.compile(r"ours|equal|==|\|[^|]*-[^|]*\||differ|same", re.I)
+_ASSERTS = re.compile(r"\bclaim(_close)?\(|\bassert\b")
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[l.stem for l in LESSONS])
+def test_no_printed_library_comparison_without_assert(lesson):
+    offenders = []
+    for index, cell in enumerate(_code_cells(lesson)):
+        for match in _PRINTED_COMPARISON.finditer(cell.source):
+            if _COMPARES.search(match.group(0)) and not _ASSERTS.search(cell.source):
+                offenders.append(f"cell {index}: {match.group(0).strip()[:90]}")
+    assert not offenders, (f"{lesson.stem} prints a notebook-vs-library comparison without asserting "
+                           f"it (use claim_close): " + "; ".join(offenders))
