@@ -8,6 +8,13 @@ the masks once when it wrote its training files):
 3. labels hold the original id at selected positions and -100 (ignored by
    `F.cross_entropy`) everywhere else.
 
+Random replacements are ordinary words by construction: they are drawn from a fixed table of
+allowed ids that does not depend on the batch. By default that table is the range of ids after
+[MASK] — BERT's vocabulary layout ([PAD]=0, [unused...], [UNK]=100, [CLS]=101, [SEP]=102,
+[MASK]=103, then words) and the course's ([PAD], [UNK], [CLS], [SEP], [MASK] first). A vocabulary
+laid out differently passes `special_ids`. (Earlier versions excluded the ids found at special
+positions of the batch, so [PAD] could be drawn as a "word" whenever a batch had no padding.)
+
 The model must predict every selected token, including the unchanged ones: that is what
 makes it keep a useful representation of tokens it can see, which is all it gets at
 fine-tuning time when no [MASK] exists.
@@ -21,6 +28,24 @@ import torch
 from .validation import require_tensor, shape_str
 
 IGNORE_INDEX = -100  # F.cross_entropy's default ignore_index
+
+
+def random_word_ids(vocab_size: int, mask_token_id: int,
+                    special_ids: Sequence[int] | None = None) -> torch.Tensor:
+    """The table of ids a random replacement is drawn from (uniformly), as a 1-D long tensor.
+
+    special_ids None: range(mask_token_id + 1, vocab_size) (every id up to [MASK] is special).
+    Otherwise: range(vocab_size) without `mask_token_id` and `special_ids`.
+    """
+    if special_ids is None:
+        return torch.arange(mask_token_id + 1, vocab_size)
+    allowed = torch.ones(vocab_size, dtype=torch.bool)
+    excluded = torch.as_tensor([mask_token_id, *special_ids], dtype=torch.long)
+    if ((excluded < 0) | (excluded >= vocab_size)).any():
+        raise ValueError(f"special_ids: expected ids in [0, vocab_size={vocab_size}), "
+                         f"got {list(special_ids)}")
+    allowed[excluded] = False
+    return allowed.nonzero().squeeze(1)
 
 
 def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
@@ -37,9 +62,12 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
         fluctuates around `ratio` from call to call, as in Hugging Face's collator).
     mask_prob_split: (mask, random, keep) shares of the selected tokens; must sum to 1,
         e.g. (1.0, 0.0, 0.0) for "always [MASK]".
-    special_ids: ids never drawn as random replacements. Default: `mask_token_id` and every
-        id that sits at a special position of `input_ids` ([CLS], [SEP], [PAD], ...).
-        Random replacements are drawn uniformly from the remaining ids of range(vocab_size).
+    special_ids: ids never drawn as random replacements (`mask_token_id` never is either);
+        random replacements are drawn uniformly from the other ids of range(vocab_size).
+        Default None: the special ids are 0 .. mask_token_id, i.e. random replacements are
+        drawn uniformly from range(mask_token_id + 1, vocab_size) — BERT's and the course's
+        layout, where [MASK] is the last special id. Either way the table of allowed ids
+        depends only on these arguments, never on the batch's contents.
     generator: a torch.Generator for reproducible masks (random numbers are drawn on the
         generator's device and moved to `input_ids.device`).
     """
@@ -71,17 +99,15 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     to_mask = selected & (u_action < p_mask)
     to_random = selected & (u_action >= p_mask) & (u_action < p_mask + p_random)
 
-    if special_ids is None:
-        special_ids = [mask_token_id] + input_ids[special].unique().tolist()
-    allowed = torch.ones(vocab_size, dtype=torch.bool, device=input_ids.device)
-    allowed[torch.as_tensor(list(special_ids), dtype=torch.long, device=input_ids.device)] = False
-    candidates = allowed.nonzero().squeeze(1)  # (n_allowed,)
+    candidates = random_word_ids(vocab_size, mask_token_id, special_ids).to(input_ids.device)
     masked = input_ids.clone()
     masked[to_mask] = mask_token_id
     if to_random.any():
         if len(candidates) == 0:
-            raise ValueError(f"special_ids: every id of the vocabulary (vocab_size={vocab_size}) "
-                             f"is excluded, so there is no random replacement to draw")
+            raise ValueError(f"no ordinary id to draw a random replacement from: vocab_size="
+                             f"{vocab_size}, mask_token_id={mask_token_id}, special_ids={special_ids} "
+                             f"(by default the ordinary ids are those after mask_token_id; pass "
+                             f"special_ids for a vocabulary laid out differently)")
         # u_token in [0, 1) -> an index into the candidates, uniformly.
         index = (u_token * len(candidates)).long().clamp_max(len(candidates) - 1)
         masked[to_random] = candidates[index[to_random]].to(masked.dtype)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_lib.masking import IGNORE_INDEX, mask_tokens
+from course_lib.masking import IGNORE_INDEX, mask_tokens, random_word_ids
 
 V, MASK, CLS, SEP, PAD = 1000, 4, 2, 3, 0
 SPECIAL_IDS = [PAD, 1, CLS, SEP, MASK]
@@ -54,20 +54,54 @@ def test_statistics_over_1e5_tokens():
     assert not torch.isin(masked[changed], torch.tensor([PAD, CLS, SEP, MASK])).any()
 
 
-def test_random_replacements_are_uniform_over_non_special_ids():
+def test_random_replacements_are_uniform_over_ordinary_ids():
     ids, special = make_batch(B=200, T=256)
     masked, labels = run(ids, special, mask_prob_split=(0.0, 1.0, 0.0), ratio=0.5)
     drawn = masked[labels != IGNORE_INDEX]
     counts = torch.bincount(drawn, minlength=V).float()
-    assert counts[[PAD, CLS, SEP, MASK]].sum() == 0
-    # id 1 ([UNK] here) is not in the batch, so by default it may be drawn ...
-    expected = drawn.numel() / (V - 4)
+    # by default every id up to [MASK] (here 0..4, [UNK]=1 included) is special, never drawn
+    assert counts[:MASK + 1].sum() == 0
+    expected = drawn.numel() / (V - 5)
     chi2 = ((counts[5:] - expected) ** 2 / expected).sum().item()
     assert chi2 < 995 + 5 * (2 * 995) ** 0.5, chi2  # df = 994: mean 994, sd 44.6
-    # ... unless excluded explicitly
+
+
+def test_no_special_id_drawn_when_the_batch_has_no_padding():
+    """Regression: the default used to exclude only ids seen at special positions, so [PAD]
+    (and [UNK]) were drawn as random words whenever a batch had no padding."""
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(5, V, (400, 64), generator=g)
+    ids[:, 0], ids[:, -1] = CLS, SEP                                  # no [PAD] anywhere
+    special = torch.isin(ids, torch.tensor([CLS, SEP]))
+    masked, labels = run(ids, special, mask_prob_split=(0.0, 1.0, 0.0), ratio=0.5)
+    drawn = masked[labels != IGNORE_INDEX]
+    assert drawn.numel() > 10_000
+    assert not torch.isin(drawn, torch.tensor(SPECIAL_IDS)).any()
+    assert drawn.min() >= MASK + 1 and drawn.max() < V
+
+
+def test_random_word_table():
+    assert torch.equal(random_word_ids(10, 4), torch.arange(5, 10))
+    # an explicit list: everything else except [MASK] and the listed ids
+    assert random_word_ids(10, 4, special_ids=[0, 7]).tolist() == [1, 2, 3, 5, 6, 8, 9]
+    # [MASK] last in the vocabulary (RoBERTa's layout) needs special_ids
+    assert random_word_ids(10, 9).numel() == 0
+    assert random_word_ids(10, 9, special_ids=[0, 1, 2, 3]).tolist() == [4, 5, 6, 7, 8]
+    with pytest.raises(ValueError, match="special_ids"):
+        random_word_ids(10, 4, special_ids=[12])
+
+
+def test_explicit_special_ids_are_honoured():
+    ids, special = make_batch(B=200, T=256)
     masked, labels = run(ids, special, mask_prob_split=(0.0, 1.0, 0.0), ratio=0.5,
-                         special_ids=SPECIAL_IDS)
-    assert not (masked[labels != IGNORE_INDEX] == 1).any()
+                         special_ids=[PAD, CLS, SEP, 7])
+    drawn = masked[labels != IGNORE_INDEX]
+    counts = torch.bincount(drawn, minlength=V)
+    assert counts[[PAD, CLS, SEP, MASK, 7]].sum() == 0
+    assert counts[1] > 0                                              # [UNK] not listed: allowed
+    with pytest.raises(ValueError, match="ordinary id"):
+        mask_tokens(ids, mask_token_id=V - 1, vocab_size=V, special_tokens_mask=special,
+                    mask_prob_split=(0.0, 1.0, 0.0))
 
 
 def test_deterministic_with_a_seeded_generator_and_dynamic_across_calls():
