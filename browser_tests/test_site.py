@@ -1,0 +1,157 @@
+"""The built website (`make site`), opened from disk in headless Chromium with the network cut off.
+
+Every page: loads without console errors or failed requests, asks for nothing but local files,
+typesets all of its math with the local MathJax (no TeX errors), shows every image, and links only
+to pages and files that exist. The landing page links every lesson of the manifest.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from course_tools.manifest import available
+
+from .conftest import INSTALL_HINT, SITE
+
+PAGES = sorted(p.name for p in SITE.glob("*.html")) if SITE.exists() else ["index.html"]
+LESSON_PAGES = [f"{lesson.stem}.html" for lesson in available()]
+
+
+class PageVisit:
+    """One page in its own offline context, with what the browser complained about."""
+
+    def __init__(self, browser, path: Path, offline: bool = False):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=offline)
+        self.errors: list[str] = []
+        self.remote: list[str] = []
+        self.failed: list[str] = []
+
+        def route(route):
+            if route.request.url.startswith("file://"):
+                route.continue_()
+            else:  # no network: anything that is not a local file is refused and remembered
+                self.remote.append(route.request.url)
+                route.abort()
+
+        self.context.route("**/*", route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
+        self.page.goto(path.as_uri(), wait_until="load")
+        # MathJax typesets after load; wait for it when the page uses it.
+        if self.page.evaluate("() => !!(window.MathJax && window.MathJax.startup)"):
+            self.page.wait_for_function("() => !!(window.MathJax.startup.promise)")
+            self.page.evaluate("() => window.MathJax.startup.promise")
+        self.page.wait_for_function("() => [...document.images].every(img => img.complete)")
+        self.page.evaluate("() => document.fonts.ready.then(() => true)")
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser):
+    visits = []
+
+    def open_page(name: str, offline: bool = False) -> PageVisit:
+        v = PageVisit(browser, SITE / name, offline=offline)
+        visits.append(v)
+        return v
+
+    yield open_page
+    for v in visits:
+        v.close()
+
+
+def math_report(page) -> dict:
+    return page.evaluate("""() => {
+        const math = [...document.querySelectorAll('.math, span.math, div.math')];
+        return {
+            math: math.length,
+            containers: document.querySelectorAll('mjx-container').length,
+            untypeset: math.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 60)),
+            texErrors: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent.slice(0, 80)),
+        };
+    }""")
+
+
+def image_report(page) -> list[dict]:
+    return page.evaluate("""() => [...document.images].map(img => ({
+        src: img.getAttribute('src'), complete: img.complete, width: img.naturalWidth}))""")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_loads_offline_with_math_images_and_links(site, visit, name):
+    v = visit(name)
+    assert not v.errors, f"{name}: console errors {v.errors}"
+    assert not v.failed, f"{name}: failed requests {v.failed}"
+    assert not v.remote, f"{name}: asked the network for {v.remote}"
+
+    source = (site / name).read_text(encoding="utf-8")
+    math = math_report(v.page)
+    if 'class="math' in source:
+        assert math["containers"] > 0, f"{name}: math not typeset"
+    assert not math["untypeset"], f"{name}: math left untypeset: {math['untypeset'][:5]}"
+    assert not math["texErrors"], f"{name}: TeX errors: {math['texErrors'][:5]}"
+
+    images = image_report(v.page)
+    broken = [img for img in images if not (img["complete"] and img["width"] > 0)]
+    if name in LESSON_PAGES and "<img" in source:
+        assert images, f"{name}: no figure shown"
+    assert not broken, f"{name}: images that did not load: {broken}"
+
+    hrefs = v.page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
+    missing = sorted({h for h in hrefs if h.startswith("file://")
+                      and not Path(unquote(urlparse(h).path)).exists()})
+    assert not missing, f"{name}: links to missing files: {missing}"
+
+
+def test_landing_page_links_every_lesson_and_lessons_link_their_exercise(site, visit):
+    v = visit("index.html")
+    hrefs = v.page.evaluate(
+        "() => [...document.querySelectorAll('article a[href]')].map(a => a.getAttribute('href'))")
+    linked = {h.split("#")[0] for h in hrefs}
+    assert set(LESSON_PAGES) <= linked, f"lessons not linked from the landing page: " \
+                                        f"{sorted(set(LESSON_PAGES) - linked)}"
+    assert {"cheatsheet.html", "workflow.html"} <= linked
+    for lesson in available():
+        page = (site / f"{lesson.stem}.html").read_text(encoding="utf-8")
+        assert lesson.question_zh in page, f"{lesson.stem}: the Chinese question is not shown"
+        if lesson.has_exercise:
+            link = re.search(rf'href="(_downloads/[^"]*/{lesson.stem}\.ipynb)"', page)
+            assert link, f"{lesson.stem}: no link to its exercise"
+            assert (site / link.group(1)).exists()
+
+
+def test_cheatsheet_lists_every_lesson(site):
+    page = (site / "cheatsheet.html").read_text(encoding="utf-8")
+    for lesson in available():
+        assert f'href="{lesson.stem}.html"' in page, f"cheat sheet: no link to {lesson.stem}"
+        assert lesson.question_zh in page
+
+
+def test_lesson_page_with_network_disabled_shows_math_figures_and_chinese(site, visit, screenshots):
+    v = visit("01_scale_sqrt_dk.html", offline=True)
+    assert not v.errors and not v.failed and not v.remote
+    math = math_report(v.page)
+    assert math["containers"] > 20 and not math["untypeset"] and not math["texErrors"], math
+    images = image_report(v.page)
+    assert images and all(img["width"] > 0 for img in images), images
+    assert v.page.get_by_text("Transformer的点积模型做缩放的原因是什么？").first.is_visible()
+    v.page.screenshot(path=str(screenshots / "site_lesson_01_offline.png"))
+    v.page.locator("img[src^='_images']").first.scroll_into_view_if_needed()
+    v.page.screenshot(path=str(screenshots / "site_lesson_01_figure.png"))
+
+
+def test_a_cjk_font_is_installed():
+    """Without one, Chinese renders as empty boxes in the screenshots (and for a learner)."""
+    try:
+        fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        pytest.fail(f"fontconfig (fc-list) is missing: {INSTALL_HINT}", pytrace=False)
+    assert fonts.strip(), f"no Chinese font: {INSTALL_HINT}"
