@@ -1,12 +1,18 @@
-"""`course grade PATH`: grade a learner's exercise notebook robustly.
+"""`course grade PATH`: grade a learner's exercise notebook without trusting it.
 
-The learner's notebook is never executed as it is. The grader rebuilds it from the
-official exercise (in `exercises/`), taking only the learner's *answer* cells (matched by
-cell id, then by order), and runs it in a separate Python process that captures the
-registered checks *before* any learner code runs. So deleting or editing a grading cell,
-or overwriting `check` inside the kernel, cannot raise the score. Every cell and every
-check runs under a time limit; an answer that raises, hangs or does not parse scores 0
-for its item, and the other items are still graded. The learner's file is only read.
+1. The notebook is read as untrusted bytes: size-capped, regular file only (no symlink,
+   directory, `.`/`..`), strict UTF-8 JSON, nbformat 4, every cell field checked. Anything else is
+   a `GradeError` (one JSON error, exit status 2 on the command line).
+2. The lesson comes from the notebook's metadata (`metadata.course.lesson`, written by
+   `course exercises`), so a renamed download still grades; the official exercise supplies
+   every non-answer cell. The learner contributes the answer cells (matched by id, then by
+   order) and cells they added (run where they added them); IPython magics are run.
+3. The cells run in a separate, limited, unprivileged process (sandbox.py, driver.py). The
+   checks run here, in the grader process, on proxies of the learner's objects (remote.py):
+   the learner's code never runs in this process and never sees a verdict.
+4. Per item: a static check for forbidden shortcuts (shortcuts.py), then the check under a
+   wall-clock deadline enforced from here; a hung, crashed or flooding learner process is
+   killed (its whole process group and uid) and restarted for the next item.
 """
 from __future__ import annotations
 
@@ -14,17 +20,100 @@ import json
 import os
 import re
 import secrets
-import subprocess
-import sys
-import tempfile
+import stat
+import time
 from pathlib import Path
-
-import nbformat
 
 from . import ROOT
 
 ANSWER_TAG = "answer"
 GRADE_CALL = re.compile(r"""^\s*check\(\s*["']([^"']+)["']""", re.M)
+MAX_NOTEBOOK_BYTES = 8 * 1024**2
+MAX_CELLS = 500
+MAX_FEEDBACK = 500
+
+
+class GradeError(ValueError):
+    """The submission cannot be graded; `code` is a stable, machine-readable reason."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+    def as_json(self) -> dict:
+        return {"error": {"code": self.code, "message": str(self)}}
+
+
+# ------------------------------------------------------------------ reading untrusted notebooks
+
+def _name(path) -> str:
+    return ascii(os.path.basename(str(path)))[1:-1][:120] or "(empty)"
+
+
+def read_notebook(path) -> dict:
+    """The notebook at `path` as validated JSON; GradeError for anything else."""
+    raw = str(path) if path is not None else ""
+    if raw.strip() in ("", ".", "..") or os.path.basename(raw.rstrip("/")) in (".", ".."):
+        raise GradeError("bad-path", "path: give the path of a notebook file")
+    try:
+        info = os.lstat(raw)
+    except (OSError, ValueError):
+        raise GradeError("not-found", f"path: no such file {_name(raw)!r}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise GradeError("not-a-file", f"path: {_name(raw)!r} is a symbolic link; give the file itself")
+    if not stat.S_ISREG(info.st_mode):
+        raise GradeError("not-a-file", f"path: {_name(raw)!r} is not a regular file")
+    if info.st_size > MAX_NOTEBOOK_BYTES:
+        raise GradeError("too-large", f"{_name(raw)!r} is {info.st_size} bytes; the limit is "
+                         f"{MAX_NOTEBOOK_BYTES} (clear the outputs and try again)")
+    try:
+        fd = os.open(raw, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_NOTEBOOK_BYTES + 1)
+    except OSError:
+        raise GradeError("unreadable", f"{_name(raw)!r} could not be read") from None
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise GradeError("too-large", f"{_name(raw)!r} is larger than {MAX_NOTEBOOK_BYTES} bytes")
+    try:
+        nb = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise GradeError("not-a-notebook", f"{_name(raw)!r} is not a notebook (not valid UTF-8 JSON)") from None
+    return validate(nb, _name(raw))
+
+
+def validate(nb, name: str = "notebook") -> dict:
+    def bad(why):
+        return GradeError("not-a-notebook", f"{name!r} is not a valid notebook: {why}")
+    if not isinstance(nb, dict):
+        raise bad("the top level is not an object")
+    if nb.get("nbformat") != 4 or type(nb.get("nbformat")) is not int:
+        raise bad("nbformat must be 4")
+    cells = nb.get("cells")
+    if not isinstance(cells, list) or len(cells) > MAX_CELLS:
+        raise bad(f"'cells' must be a list of at most {MAX_CELLS} cells")
+    metadata = nb.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise bad("'metadata' must be an object")
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, dict):
+            raise bad(f"cell {i} is not an object")
+        if cell.get("cell_type") not in ("code", "markdown", "raw"):
+            raise bad(f"cell {i} has an unknown cell_type")
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            if not all(isinstance(s, str) for s in source):
+                raise bad(f"cell {i}: 'source' must be a string or a list of strings")
+        elif not isinstance(source, str):
+            raise bad(f"cell {i}: 'source' must be a string or a list of strings")
+        meta = cell.get("metadata", {})
+        if not isinstance(meta, dict):
+            raise bad(f"cell {i}: 'metadata' must be an object")
+        tags = meta.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise bad(f"cell {i}: 'metadata.tags' must be a list of strings")
+        if "id" in cell and not isinstance(cell["id"], str):
+            raise bad(f"cell {i}: 'id' must be a string")
+    return nb
 
 
 def _source(cell) -> str:
@@ -36,87 +125,236 @@ def _tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
+def _code(nb) -> list[dict]:
+    return [c for c in nb["cells"] if c.get("cell_type") == "code"]
+
+
+def lesson_of(nb, path=None):
+    """The manifest lesson of a notebook: its metadata, else (older copies) a NN_ file name."""
+    from .manifest import LESSONS
+    graded = {l.number: l for l in LESSONS if l.has_exercise and l.exercise and l.exercise.exists()}
+    course = nb.get("metadata", {}).get("course")
+    number = course.get("lesson") if isinstance(course, dict) else None
+    if number is None and path is not None:
+        match = re.match(r"^(\d\d)_", os.path.basename(str(path)))
+        number = int(match.group(1)) if match else None
+    if type(number) is not int or number not in graded:
+        known = ", ".join(f"{n:02d}" for n in sorted(graded))
+        raise GradeError("unknown-lesson", "the notebook does not say which lesson it belongs to "
+                         f"(metadata 'course.lesson' is missing or not one of {known}): is it a "
+                         "course exercise, downloaded from exercises/?")
+    return graded[number]
+
+
 def official_for(path: Path) -> Path:
-    """The official exercise notebook that `path` is a copy of (by file name)."""
-    candidate = ROOT / "exercises" / Path(path).name
-    if not candidate.exists():
-        known = ", ".join(sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb")))
-        raise ValueError(f"path: {Path(path).name!r} is not a course exercise; keep the "
-                         f"original file name (one of: {known})")
-    return candidate
+    """The official exercise notebook that `path` is a copy of (from its metadata)."""
+    return lesson_of(read_notebook(path), path).exercise
 
 
 def rebuild(official, learner) -> list[dict]:
-    """The official code cells, with each answer cell's source taken from the learner."""
-    learner_answers = [c for c in learner.cells if c.cell_type == "code" and ANSWER_TAG in _tags(c)]
-    by_id = {c.get("id"): c for c in learner.cells if c.get("id")}
-    plan, answer_index = [], 0
-    for cell in official.cells:
-        if cell.cell_type != "code":
+    """The cells to run, in order: official cells, the learner's answers in the answer cells'
+    places, and cells the learner added after the official cell they follow. Grading cells
+    become {"kind": "grade", "id": ...} steps (run here, not in the learner's process)."""
+    official_cells = _code(official)
+    learner_cells = _code(learner)
+    official_ids = {c.get("id"): i for i, c in enumerate(official_cells) if c.get("id")}
+    official_sources = {_source(c).strip() for c in official_cells}
+    learner_answers = [c for c in learner_cells if ANSWER_TAG in _tags(c)]
+    by_id = {c.get("id"): c for c in learner_cells if c.get("id")}
+
+    answers, used, answer_index = {}, set(), 0
+    for i, cell in enumerate(official_cells):
+        if ANSWER_TAG in _tags(cell):
+            mine = by_id.get(cell.get("id")) if cell.get("id") else None
+            if mine is None:
+                rest = [c for c in learner_answers if id(c) not in used]
+                mine = rest[0] if rest and answer_index < len(learner_answers) else None
+            answer_index += 1
+            if mine is not None:
+                used.add(id(mine))
+            answers[i] = _source(mine) if mine is not None else ""
+
+    added: dict[int, list[str]] = {}
+    anchor = -1
+    for cell in learner_cells:
+        if cell.get("id") in official_ids:
+            anchor = official_ids[cell.get("id")]
+            continue
+        if id(cell) in used:
+            anchor = next((i for i, s in answers.items() if s == _source(cell)), anchor)
             continue
         source = _source(cell)
-        if ANSWER_TAG in _tags(cell):
-            mine = by_id.get(cell.get("id"))
-            if mine is None or mine.cell_type != "code":
-                mine = learner_answers[answer_index] if answer_index < len(learner_answers) else None
-            answer_index += 1
-            plan.append({"kind": "answer", "source": _source(mine) if mine is not None else ""})
+        if not source.strip() or source.strip() in official_sources or GRADE_CALL.search(source):
             continue
-        graded = GRADE_CALL.findall(source)
-        if graded:
-            plan.extend({"kind": "grade", "id": exercise_id} for exercise_id in graded)
+        added.setdefault(anchor, []).append(source)
+
+    plan = [{"kind": "added", "source": s} for s in added.get(-1, [])]
+    for i, cell in enumerate(official_cells):
+        source = _source(cell)
+        if i in answers:
+            plan.append({"kind": "answer", "source": answers[i]})
+        elif GRADE_CALL.findall(source):
+            plan.extend({"kind": "grade", "id": exercise_id} for exercise_id in GRADE_CALL.findall(source))
         else:
             plan.append({"kind": "setup", "source": source})
+        plan.extend({"kind": "added", "source": s} for s in added.get(i, []))
     return plan
 
 
-def grade(path, cell_timeout: float = 60.0, total_timeout: float = 600.0) -> dict:
-    """Grade the notebook at `path`; returns {"score", "max_score", "items": [...]}."""
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"path: no such file {str(path)!r}")
-    official = nbformat.read(official_for(path), as_version=4)
+# ------------------------------------------------------------------ grading
+
+def _clean(text: str, limit: int = MAX_FEEDBACK) -> str:
+    text = "".join(ch if ch.isprintable() or ch == "\n" else "?" for ch in str(text))
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _transform(source: str) -> str:
     try:
-        learner = nbformat.read(path, as_version=4)
-    except Exception as error:
-        raise ValueError(f"path: {path.name} is not a readable notebook ({error})") from error
-    plan = rebuild(official, learner)
-    graded_ids = [step["id"] for step in plan if step["kind"] == "grade"]
+        from IPython.core.inputtransformer2 import TransformerManager
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - a cell IPython cannot transform is checked as it is
+        return source
 
+
+def grade(path, cell_timeout: float = 60.0, item_timeout: float | None = None,
+          start_timeout: float = 180.0, limits=None) -> dict:
+    """Grade the notebook at `path`; returns {"score", "max_score", "items": [...]}.
+    Raises GradeError for a notebook that cannot be graded."""
     from .grading import load_all
-    registry = load_all()
-    nonce = secrets.token_hex(16)
-    request = json.dumps({"nonce": nonce, "plan": plan, "cell_timeout": cell_timeout})
-    results: dict[str, dict] = {}
-    note = ""
-    with tempfile.TemporaryDirectory() as workdir:
-        env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
-        try:
-            proc = subprocess.run([sys.executable, "-m", "course_tools.grader_worker"], input=request,
-                                  capture_output=True, text=True, cwd=workdir, env=env,
-                                  timeout=total_timeout)
-            stdout = proc.stdout
-        except subprocess.TimeoutExpired as expired:
-            stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
-            note = f"grading stopped after {total_timeout:.0f} s"
-    prefix = f"RESULT {nonce} "
-    for line in stdout.splitlines():
-        if line.startswith(prefix):
-            item = json.loads(line[len(prefix):])
-            results.setdefault(item["id"], item)  # the first verdict for an id stands
+    from .remote import LearnerDied, ProtocolError, Session, Timeout
+    from .sandbox import Limits
+    from .shortcuts import forbidden_for, static_findings
 
+    item_timeout = cell_timeout if item_timeout is None else item_timeout
+    learner = read_notebook(path)
+    lesson = lesson_of(learner, path)
+    official = validate(json.loads(lesson.exercise.read_text(encoding="utf-8")), lesson.exercise.name)
+    plan = rebuild(official, learner)
+    cells = [s for s in plan if s["kind"] != "grade"]
+    graded_ids = [s["id"] for s in plan if s["kind"] == "grade"]
+    registry = load_all()
+    learner_sources = [c["source"] for c in cells if c["kind"] in ("answer", "added")]
+    official_sources = [c["source"] for c in cells if c["kind"] == "setup"]
+    forbidden = {i: forbidden_for(i, getattr(registry.get(i), "forbids", ())) for i in graded_ids}
+
+    state = {"session": None, "bad": set(), "errors": []}
+
+    def cell_error(index, cell, why):
+        if cell["kind"] in ("answer", "added") and why:
+            state["errors"].append(_clean(why, 200))
+
+    def fresh_session():
+        """A learner process that has run every cell (skipping cells that killed an earlier one)."""
+        while True:
+            if state["session"] is not None:
+                state["session"].close()
+            session = state["session"] = Session(path, forbidden, limits or Limits())
+            try:
+                session.start(start_timeout)
+            except (LearnerDied, ProtocolError) as error:
+                session.close()
+                state["session"] = None
+                raise GradeError("sandbox", f"the grading process could not start ({type(error).__name__})")
+            restart = False
+            state["errors"] = []
+            for index, cell in enumerate(cells):
+                if index in state["bad"]:
+                    cell_error(index, cell, state["bad_why"][index])
+                    continue
+                session.deadline = time.monotonic() + cell_timeout
+                try:
+                    session.exec_cell(cell["source"])
+                except (Timeout, LearnerDied, ProtocolError) as error:
+                    why = (f"a cell took longer than {cell_timeout:g} s" if isinstance(error, Timeout)
+                           else f"a cell ended the process ({_clean(error, 120)})")
+                    state["bad"].add(index)
+                    state.setdefault("bad_why", {})[index] = why
+                    session.kill()
+                    restart = True
+                    break
+                except Exception as error:  # noqa: BLE001 - the learner's exception, by name
+                    cell_error(index, cell, f"{getattr(error, 'type_name', type(error).__name__)}: {error}")
+            if not restart:
+                return session
+
+    state["bad_why"] = {}
     items = []
-    for exercise_id in graded_ids:
-        max_points = registry[exercise_id].points if exercise_id in registry else 0
-        item = results.get(exercise_id) or {
-            "id": exercise_id, "points": 0, "max_points": max_points, "passed": False,
-            "feedback": note or "not graded: the grading process ended before this item"}
-        # max_points from the grader's own registry, never from the worker
-        items.append({"id": exercise_id, "points": min(int(item["points"]), max_points),
-                      "max_points": max_points, "passed": bool(item["passed"]),
-                      "feedback": str(item["feedback"])})
-    return {"score": sum(i["points"] for i in items),
-            "max_score": sum(i["max_points"] for i in items), "items": items}
+    try:
+        for exercise_id in graded_ids:
+            ex = registry.get(exercise_id)
+            max_points = int(ex.points) if ex is not None and type(ex.points) is int and ex.points >= 0 else 0
+            item = {"id": exercise_id, "points": 0, "max_points": max_points, "passed": False, "feedback": ""}
+            items.append(item)
+            if ex is None:
+                item["feedback"] = "unknown exercise"
+                continue
+            findings = static_findings(learner_sources, official_sources, ex.uses, forbidden[exercise_id],
+                                       _transform)
+            if findings:
+                what = ", ".join(dict.fromkeys(f.what for f in findings))
+                escape = any(f.escape for f in findings)
+                item["feedback"] = _clean(
+                    f"not graded: your code uses {what}; " + (
+                        "graded code must call functions directly (no dynamic imports or lookups)"
+                        if escape else "this exercise asks you to write it yourself"))
+                continue
+            session = state["session"]
+            if session is None or not session.sandbox.alive:
+                session = fresh_session()
+            passed, feedback = run_item(session, ex, item_timeout)
+            if passed is None:     # the process had to be killed
+                session.kill()
+                passed = False
+            if not passed and feedback.endswith("is not defined") and state["errors"]:
+                feedback += f"; an answer cell raised {state['errors'][-1]}"
+            item["passed"] = bool(passed)
+            item["points"] = max_points if passed else 0
+            item["feedback"] = _clean(feedback)
+    finally:
+        if state["session"] is not None:
+            state["session"].close()
+    for item in items:
+        assert 0 <= item["points"] <= item["max_points"]
+    return {"score": sum(i["points"] for i in items), "max_score": sum(i["max_points"] for i in items),
+            "items": items}
+
+
+def run_item(session, ex, item_timeout: float):
+    """(passed, feedback); passed is None when the learner's process had to be killed."""
+    import torch
+    from .grading import CheckFailed
+    from .remote import LearnerDied, LearnerError, ProtocolError, ShortcutUsed, Timeout
+
+    session.item = ex.id
+    session.deadline = time.monotonic() + item_timeout
+    try:
+        objects = []
+        for name in ex.uses:
+            try:
+                objects.append(session.get_global(name))
+            except NameError:
+                return False, f"{name} is not defined"
+        with torch.random.fork_rng(devices=[]):
+            ex.run(*objects, rng=torch.Generator().manual_seed(secrets.randbelow(2**31)))
+    except CheckFailed as failure:
+        return False, str(failure)
+    except ShortcutUsed as used:
+        return False, str(used)
+    except Timeout:
+        return None, f"took longer than {item_timeout:g} s (an infinite loop?)"
+    except ProtocolError as error:
+        return None, f"the learner's process sent a malformed reply ({error})"
+    except LearnerDied as died:
+        return None, f"your code ended the process: {died}"
+    except NotImplementedError:
+        return False, "not implemented yet (the cell still raises NotImplementedError)"
+    except LearnerError as error:
+        return False, f"your code raised {error.type_name}: {error}"
+    except RecursionError:
+        return False, "your code raised RecursionError"
+    except Exception as error:  # noqa: BLE001 - from the learner (re-raised by name) or its data
+        return False, f"your code raised {type(error).__name__}: {error}"
+    return True, "all cases passed"
 
 
 def format_report(report: dict, name: str) -> str:
