@@ -63,7 +63,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 }
 
 ESCAPES = {"__import__", "importlib", "eval", "exec", "compile", "globals", "vars", "locals",
-           "__dict__", "__builtins__", "modules", "__getattribute__", "__subclasses__",
+           "__dict__", "__builtins__", "__getattribute__", "__subclasses__",
            "__globals__", "import_module", "run_path", "run_module", "_getframe"}
 MAGICS_ALLOWED = {"time", "timeit", "capture", "matplotlib", "precision", "who", "whos", "config",
                   "pinfo", "pinfo2", "pdef", "pdoc", "psource", "debug", "prun", "lsmagic", "magic"}
@@ -178,7 +178,10 @@ def scan(statements, aliases, forbidden: list[str]) -> list[Finding]:
                     if a.name.split(".")[0] == "importlib":
                         findings.append(Finding("importlib", True))
             elif isinstance(sub, (ast.Attribute, ast.Name)):
-                found = hit(_resolve(sub, aliases))
+                path = _resolve(sub, aliases)
+                if path and path.startswith("sys.modules"):
+                    findings.append(Finding("sys.modules", True))
+                found = hit(path)
                 if found:
                     findings.append(Finding(found, False))
                 name = sub.attr if isinstance(sub, ast.Attribute) else sub.id
@@ -263,9 +266,6 @@ def static_findings(learner_sources: list[str], official_sources: list[str], use
                     todo.append(node.id)
                 if isinstance(node, ast.Global):
                     todo.extend(n for n in node.names if n not in seen)
-    # module-level statements with no name (e.g. `torch.softmax = ...` or a magic) that touch
-    # the graded objects' dependencies are examined too
-    for stmt in statements:
-        if not _defines(stmt) and any(isinstance(n, ast.Name) and n.id in seen for n in ast.walk(stmt)):
-            wanted.append(stmt)
+    # (module-level statements that define nothing, e.g. `builtins.f = course_lib...`, are left to
+    # the dynamic trip-wires, so that a learner may compare with the course's version in a cell)
     return scan(wanted, aliases, forbidden)
