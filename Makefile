@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install course test lab exercises notebooks timing sweep clean
+.PHONY: install course test lab exercises notebooks timing sweep clean site test-browser
 
 install: $(STAMP)
 
@@ -38,6 +38,20 @@ timing: install
 
 sweep: install
 	$(BIN)/course sweep --jobs 2 --update-readme
+
+# The website and the browser tests need the `site` extra (Jupyter Book, a local MathJax,
+# Playwright); the browser is the system's Chromium (apt-get install chromium fonts-noto-cjk).
+SITE_STAMP := $(VENV)/.site-installed
+
+$(SITE_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[site]"
+	touch $@
+
+site: install $(SITE_STAMP)
+	$(BIN)/course site
+
+test-browser: site
+	$(BIN)/python -m pytest browser_tests
 
 clean:
 	rm -rf build

@@ -6,6 +6,7 @@ saying how to get it.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -23,11 +24,27 @@ INSTALL_HINT = ("install Chromium and a CJK font: `sudo apt-get install -y chrom
                 "`make test-browser`")
 
 
-def chromium_path() -> str:
+def find_chromium() -> str | None:
     for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
         if candidate and shutil.which(candidate):
             return shutil.which(candidate)
-    pytest.fail(f"no Chromium found: {INSTALL_HINT}", pytrace=False)
+    return None
+
+
+def chromium_path() -> str:
+    path = find_chromium()
+    if path is None:
+        pytest.fail(f"no Chromium found: {INSTALL_HINT}", pytrace=False)
+    return path
+
+
+def pytest_sessionstart(session):
+    """Stop at once, with one message, when the browser or Playwright is missing."""
+    if find_chromium() is None:
+        pytest.exit(f"browser tests: no Chromium found - {INSTALL_HINT}", returncode=1)
+    if importlib.util.find_spec("playwright") is None:
+        pytest.exit("browser tests: Playwright is not installed - `make test-browser` installs the "
+                    "`site` extra (pip install -e '.[site]')", returncode=1)
 
 
 @pytest.fixture(scope="session")

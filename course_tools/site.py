@@ -4,7 +4,8 @@ Jupyter Book 1.x (Sphinx + MyST-NB; the `site` extra pins it) renders the notebo
 stored — executed, never re-run. The build is staged in `build/book/`:
 
 - `site/` (book configuration, landing page, workflow page, static files) is copied in; a page's
-  `<!-- readme: Heading -->` line is replaced by that README section and `<!-- readme-intro -->` by
+  `<!-- readme: Heading -->` line is replaced by that README section (`readme-optional:` where the
+  section may be absent) and `<!-- readme-intro -->` by
   the README's opening paragraphs, so the set-up instructions are written once;
 - `_toc.yml` and the lesson map on the landing page are generated from the manifest;
 - each lesson notebook gets one extra cell under its title: the Chinese question (when the
@@ -58,9 +59,12 @@ def mathjax_source() -> Path:
     return folder
 
 
-def readme_section(readme: str, heading: str) -> str:
-    """The body of the README section whose `## ` heading starts with `heading`."""
+def readme_section(readme: str, heading: str, required: bool = True) -> str:
+    """The body of the README section whose `## ` heading starts with `heading` ("" when absent and
+    not required)."""
     match = re.search(rf"^## {re.escape(heading)}[^\n]*\n(.*?)(?=^## |\Z)", readme, flags=re.M | re.S)
+    if not match and not required:
+        return ""
     if not match:
         raise SiteError(f"README.md has no section '## {heading}' (site/ pages include it)")
     return _site_links(match.group(1).strip())
@@ -123,6 +127,8 @@ def stage(lessons: list[Lesson], stage_dir: Path = STAGE) -> Path:
     for page in stage_dir.glob("*.md"):
         text = page.read_text(encoding="utf-8")
         text = re.sub(r"<!-- readme: (.+?) -->", lambda m: readme_section(readme, m.group(1)), text)
+        text = re.sub(r"<!-- readme-optional: (.+?) -->",
+                      lambda m: readme_section(readme, m.group(1), required=False), text)
         text = text.replace("<!-- readme-intro -->", readme_intro(readme))
         text = text.replace("<!-- lesson-map -->", lesson_map(lessons))
         page.write_text(text, encoding="utf-8")

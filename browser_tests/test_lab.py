@@ -1,0 +1,182 @@
+"""JupyterLab from the course environment, driven as a learner would in headless Chromium.
+
+The server starts the way `make lab` starts it (`course_tools.lab`: the course's settings, kernel and
+environment), on a free local port with a token, in a temporary folder holding a copy of lesson 01
+with its outputs cleared (autosave must not touch the stored notebook, and every output must
+come from this run). The test opens the notebook, runs every cell from
+the Run menu, and checks on the page that every cell ran, nothing raised, the evidence cell ran
+and the figure is shown; then it saves from the page and checks the saved file too. No
+first-run pop-up (the Jupyter news question) may appear. Screenshots: build/screenshots/lab_*.png.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from .conftest import ROOT
+
+LESSON = "01_scale_sqrt_dk.ipynb"
+NEWS = re.compile(r"Jupyter news|official Jupyter news", re.I)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def lab_command(root: Path, port: int, token: str) -> tuple[list[str], dict]:
+    """`course lab`'s command line and environment, pointed at `root` on `port` with `token`."""
+    extra = ["--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+             "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+             f"--ServerApp.root_dir={root}", "--LabApp.default_url=/lab"]
+    try:
+        from course_tools import lab
+    except ImportError:  # before `course lab` learnt to configure JupyterLab: plain JupyterLab
+        command = [sys.executable, "-m", "jupyter", "lab", "--allow-root", *extra]
+        env = dict(os.environ)
+    else:
+        lab.configure()  # what `make lab` does first (idempotent)
+        # its folder and start page replaced by ours (each may be given once)
+        ours = tuple(arg.split("=")[0] + "=" for arg in extra if "=" in arg)
+        command = [arg for arg in lab.command() if not arg.startswith(ours)] + extra
+        env = lab.environment()
+    return command, env
+
+
+@pytest.fixture
+def lab_server(tmp_path):
+    root = tmp_path / "course"
+    (root / "notebooks").mkdir(parents=True)
+    # The stored notebook without its outputs: every prompt, output and figure on the page must then
+    # come from this run.
+    notebook = nbformat.read(ROOT / "notebooks" / LESSON, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nbformat.write(notebook, root / "notebooks" / LESSON)
+    # A fresh learner: empty user settings and workspaces (nothing from this machine's home), except
+    # that every cell stays in the page (JupyterLab 4 otherwise renders only the visible ones).
+    settings = tmp_path / "user-settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"windowingMode": "none"}), encoding="utf-8")
+    port, token = free_port(), secrets.token_hex(16)
+    command, env = lab_command(root, port, token)
+    env = {**env, "JUPYTERLAB_SETTINGS_DIR": str(settings),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "OMP_NUM_THREADS": "1",
+           "TQDM_MININTERVAL": "3600"}
+    log = open(tmp_path / "lab.log", "w")
+    server = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-3000:])
+                time.sleep(0.5)
+        yield {"base": base, "token": token, "root": root, "log": tmp_path / "lab.log"}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def code_prompts(page) -> list[str]:
+    return page.evaluate("""() => [...document.querySelectorAll(
+        '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim())""")
+
+
+def test_lesson_01_runs_all_cells_in_jupyterlab(browser, lab_server, screenshots):
+    stored = nbformat.read(ROOT / "notebooks" / LESSON, as_version=4)
+    n_code = sum(cell.cell_type == "code" for cell in stored.cells)
+    evidence = next(i for i, cell in enumerate(stored.cells) if "evidence" in cell.metadata.get("tags", []))
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page_errors: list[str] = []
+    page.on("pageerror", lambda e: page_errors.append(str(e)))
+    try:
+        url = f"{lab_server['base']}/lab/tree/notebooks/{LESSON}?token={lab_server['token']}"
+        page.goto(url, wait_until="domcontentloaded")
+        panel = page.locator(".jp-NotebookPanel").first
+        panel.wait_for(state="visible", timeout=120_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+        page.wait_for_timeout(2000)  # the news question, when enabled, shows up right after start
+        page.screenshot(path=str(screenshots / "lab_01_opened.png"))
+        assert page.get_by_text(NEWS).count() == 0, "JupyterLab asks about Jupyter news on first start"
+        assert page.locator(".jp-Dialog").count() == 0, "a dialog is open on first start"
+
+        # Run > Run All Cells, through the menu.
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        page.wait_for_function(
+            """(n) => {
+                const prompts = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) '
+                                                            + '.jp-CodeCell .jp-InputPrompt')];
+                return prompts.length === n && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+            }""", arg=n_code, timeout=300_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+
+        prompts = code_prompts(page)
+        numbers = [int(re.search(r"\d+", p).group()) for p in prompts]
+        assert numbers == sorted(numbers) and len(set(numbers)) == n_code, f"cells ran out of order: {prompts}"
+        cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+        assert cells.count() == len(stored.cells)
+        tracebacks = page.locator(".jp-OutputArea-output", has_text="Traceback (most recent call last)")
+        assert tracebacks.count() == 0, "a cell raised: " + tracebacks.first.inner_text()[:2000]
+        evidence_cell = cells.nth(evidence)
+        evidence_prompt = re.search(r"\[(\d+)\]", evidence_cell.locator(".jp-InputPrompt").inner_text())
+        assert evidence_prompt, "the evidence cell did not run"
+        assert evidence_cell.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+        figures = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedImage img")
+        assert figures.count() >= 1, "no figure appeared"
+        figures.first.scroll_into_view_if_needed()
+        assert figures.first.evaluate("img => img.complete && img.naturalWidth > 0")
+        page.screenshot(path=str(screenshots / "lab_01_figure.png"))
+        evidence_cell.scroll_into_view_if_needed()
+        page.screenshot(path=str(screenshots / "lab_01_evidence.png"))
+
+        # Save from the page and check the file the learner would have.
+        page.keyboard.press("Control+s")
+        saved_path = lab_server["root"] / "notebooks" / LESSON
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the save is asynchronous
+            if nbformat.read(saved_path, as_version=4).cells[evidence].get("execution_count") \
+                    == int(evidence_prompt.group(1)):
+                break
+            time.sleep(0.5)
+        saved = nbformat.read(saved_path, as_version=4)
+        evidence_saved = saved.cells[evidence]
+        assert evidence_saved.execution_count == int(evidence_prompt.group(1)), "not saved"
+        assert not [o for o in evidence_saved.outputs if o.output_type == "error"]
+        assert not [o for c in saved.cells if c.cell_type == "code" for o in c.outputs
+                    if o.output_type == "error"]
+        assert any("image/png" in o.get("data", {}) for c in saved.cells if c.cell_type == "code"
+                   for o in c.outputs), "the saved notebook has no figure"
+
+        assert page.get_by_text(NEWS).count() == 0, "the Jupyter news question appeared"
+        assert not page_errors, f"JavaScript errors in JupyterLab: {page_errors}"
+    finally:
+        context.close()
