@@ -5,10 +5,12 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# JupyterLab settings shipped inside the environment (no news pop-up, the course kernel): course_tools/lab.py
+LABSET := $(VENV)/share/jupyter/lab/settings/overrides.d/course.json
 
 .PHONY: install course test lab exercises notebooks timing sweep clean site test-browser
 
-install: $(STAMP)
+install: $(STAMP) $(LABSET)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +19,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e .
 	touch $(STAMP)
+
+$(LABSET): $(STAMP) course_tools/lab.py
+	$(BIN)/course lab --configure-only && touch $@
 
 course: install
 	$(BIN)/course run

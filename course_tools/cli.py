@@ -25,6 +25,7 @@ def cmd_run(args) -> int:
     table = run_lessons(_select(args.only), seed=args.seed, timeout=args.timeout)
     path = write_summary(table, args.seed)
     print(path.read_text(encoding="utf-8"))
+    print(f"summary: {path.relative_to(ROOT)} (and summary.csv); executed notebooks: build/notebooks/")
     if args.update_readme:
         update_readme(table)
         print("README.md timing table updated")
@@ -64,6 +65,8 @@ def cmd_grade(args) -> int:
         print(f"course grade: {error}", file=sys.stderr)
         return 2
     print(json.dumps(report) if args.json else format_report(report, os.path.basename(args.path)))
+    from . import progress
+    progress.record(report, args.path)  # `course progress` shows the last score per exercise
     return 0
 
 
@@ -78,7 +81,43 @@ def cmd_exercises(args) -> int:
 
 
 def cmd_lab(args) -> int:
-    return subprocess.call([sys.executable, "-m", "jupyter", "lab", str(ROOT)])
+    from . import lab
+    changed = lab.configure()  # idempotent; `make install` has normally done it already
+    if args.configure_only:
+        for path in changed:
+            print(f"wrote {path}")
+        print("JupyterLab settings of the course are in place (news and update checks off, course kernel)")
+        return 0
+    return subprocess.call(lab.command(args.lab_args), cwd=ROOT, env=lab.environment())
+
+
+def cmd_check(args) -> int:
+    from .manifest import LESSONS
+    from .selfcheck import format_result, run
+    paths = []
+    for item in args.lessons or [f"{l.number:02d}" for l in LESSONS if l.has_exercise]:
+        if item.endswith(".ipynb"):
+            paths.append(os.path.abspath(item))
+            continue
+        match = [l for l in LESSONS if f"{l.number:02d}" == item.zfill(2) or l.id == item]
+        if not match or not match[0].has_exercise:
+            print(f"course check: no exercise for {item!r} (give a lesson number, an id or a notebook path)",
+                  file=sys.stderr)
+            return 2
+        paths.append(match[0].exercise)
+    print("running: pytest --nbval-lax " + " ".join(os.path.relpath(p, ROOT) for p in paths))
+    results = run(paths)
+    for result in results.values():
+        print(format_result(result))
+    return 0 if all(r.passed for r in results.values()) else 1
+
+
+def cmd_progress(args) -> int:
+    from . import progress
+    table = progress.table()
+    print(table.to_markdown(index=False) if not args.csv else table.to_csv(index=False))
+    print(progress.footer(table))
+    return 0
 
 
 def cmd_site(args) -> int:
@@ -127,8 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("exercises", help="generate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only report out-of-date exercises")
     p.set_defaults(func=cmd_exercises)
-    p = sub.add_parser("lab", help="open JupyterLab on the course")
+    p = sub.add_parser("lab", help="open JupyterLab at the lesson map (notebooks/00_welcome.ipynb)")
+    p.add_argument("--configure-only", action="store_true",
+                   help="only write the course's JupyterLab settings into this environment")
+    p.add_argument("lab_args", nargs=argparse.REMAINDER, help="passed on to jupyter lab (e.g. --port 8899)")
     p.set_defaults(func=cmd_lab)
+    p = sub.add_parser("check", help="self-check exercises: pytest --nbval-lax, one pass/fail per check")
+    p.add_argument("lessons", nargs="*", help="lesson numbers, ids or notebook paths (default: all)")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("progress", help="your last score per exercise and the lessons run so far")
+    p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p.set_defaults(func=cmd_progress)
     p = sub.add_parser("site", help="build the course website into build/site (needs the site extra)")
     p.set_defaults(func=cmd_site)
     p = sub.add_parser("cheatsheet", help="write the interview cheat sheet to build/cheatsheet.md")

@@ -1,0 +1,87 @@
+"""`course lab`: JupyterLab on the course, quiet and ready, configured inside the course environment.
+
+`make install` (and every `course lab`) writes three small files under `sys.prefix` - the
+virtual environment, never the learner's home:
+
+- `share/jupyter/lab/settings/overrides.d/course.json`: JupyterLab setting defaults - no
+  "Would you like to get notified about official Jupyter news?" question, no update check,
+  and a notebook without kernel metadata starts the default kernel instead of asking.
+  They are defaults: a learner's own settings (Settings menu) still win.
+- `etc/jupyter/jupyter_lab_config.json` (its `LabApp` keys, merged into whatever else is there): the
+  server side of the same (no news feed, no update check), so nothing is fetched even if a setting
+  is changed. (A `.d` folder would not do: Jupyter reads those only to enable server extensions.)
+- `share/jupyter/kernels/python3/kernel.json`: the course kernel, pinned to this
+  environment's Python, so that a `python3` kernel elsewhere cannot take its place.
+
+JupyterLab then opens at `notebooks/00_welcome.ipynb`, whose lesson map links every lesson.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import ROOT
+
+START_NOTEBOOK = "notebooks/00_welcome.ipynb"
+KERNEL_NAME = "python3"
+KERNEL_DISPLAY_NAME = "Python 3 (ipykernel)"  # as ipykernel names it: opening a notebook changes no metadata
+
+LAB_OVERRIDES = {
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/notebook-extension:tracker": {"autoStartDefaultKernel": True},
+}
+SERVER_CONFIG = {
+    "LabApp": {"news_url": None,
+               "check_for_updates_class": "jupyterlab.handlers.announcements.NeverCheckForUpdate"},
+}
+
+
+def settings_paths(prefix: str | os.PathLike = sys.prefix) -> dict[str, Path]:
+    prefix = Path(prefix)
+    return {
+        "lab": prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.d" / "course.json",
+        "server": prefix / "etc" / "jupyter" / "jupyter_lab_config.json",
+        "kernel": prefix / "share" / "jupyter" / "kernels" / KERNEL_NAME / "kernel.json",
+    }
+
+
+def kernel_spec(python: str = sys.executable) -> dict:
+    return {"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": KERNEL_DISPLAY_NAME, "language": "python",
+            "metadata": {"debugger": True}}
+
+
+def _write_json(path: Path, content: dict) -> bool:
+    text = json.dumps(content, indent=2) + "\n"
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def configure(prefix: str | os.PathLike = sys.prefix, python: str = sys.executable) -> list[Path]:
+    """Write the course's JupyterLab settings into the environment; return the files changed."""
+    paths = settings_paths(prefix)
+    changed = []
+    server = json.loads(paths["server"].read_text(encoding="utf-8")) if paths["server"].exists() else {}
+    for section, values in SERVER_CONFIG.items():
+        server.setdefault(section, {}).update(values)
+    for key, content in (("lab", LAB_OVERRIDES), ("server", server), ("kernel", kernel_spec(python))):
+        if _write_json(paths[key], content):
+            changed.append(paths[key])
+    return changed
+
+
+def command(extra: list[str] | None = None) -> list[str]:
+    """The JupyterLab command line `course lab` runs (from the project root)."""
+    root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []  # containers
+    return [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
+            f"--LabApp.default_url=/lab/tree/{START_NOTEBOOK}", *root, *(extra or [])]
+
+
+def environment() -> dict[str, str]:
+    # Environment-level Jupyter paths (this venv's kernel and settings) before the user's.
+    return {**os.environ, "JUPYTER_PREFER_ENV_PATH": "1"}

@@ -1,0 +1,165 @@
+"""`course check NN`: the learner's self-check, which is nbval run over an exercise notebook.
+
+`pytest --nbval-lax exercises/NN_*.ipynb` runs every code cell of the notebook in a fresh kernel
+and reports each cell that raises as a failing test. An exercise's grading cells call
+`check("NN.item", ...)`, which raises when the learner's answer fails its randomized cases, so
+nbval gives one pass/fail per check with no extra machinery. `course grade` is the other half: a
+score with hidden cases, from the official notebook with only the learner's answer cells.
+
+This module runs that pytest command in a subprocess (the learner could type it too) and reads
+the per-cell outcomes back through a tiny pytest plugin (this module, loaded with `-p`), which
+writes one JSON line per cell when COURSE_SELFCHECK_OUT names a file.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from . import ROOT
+
+GRADE_CALL = re.compile(r"""^\s*check\(\s*["']([^"']+)["']""", re.M)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+OUT_ENV = "COURSE_SELFCHECK_OUT"
+
+
+# ---------------------------------------------------------------- the pytest plugin side
+
+def pytest_runtest_logreport(report):  # pragma: no cover - runs inside the pytest subprocess
+    path = os.environ.get(OUT_ENV)
+    if not path or not (report.when == "call" or report.outcome != "passed"):
+        return
+    text = ANSI.sub("", str(report.longrepr)) if report.failed else ""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"nodeid": report.nodeid, "when": report.when,
+                                 "outcome": report.outcome, "message": text[-4000:]}) + "\n")
+
+
+# ---------------------------------------------------------------- the caller's side
+
+@dataclass
+class CellResult:
+    cell: int                # nbval's number: the index among the notebook's code cells
+    outcome: str             # "passed", "failed" or "skipped"
+    checks: list[str]        # the exercise ids this cell grades (empty for other cells)
+    message: str = ""        # the last line of the error, e.g. "CheckFailed: [case 2] ..."
+
+
+@dataclass
+class NotebookResult:
+    path: Path
+    cells: list[CellResult] = field(default_factory=list)
+    returncode: int = 0      # of the pytest process (shared by the notebooks it ran)
+    output: str = ""
+    code_cells: int = 0
+
+    @property
+    def passed(self) -> bool:
+        """Every code cell ran and none failed."""
+        ran = {c.cell for c in self.cells if c.outcome == "passed"}
+        return len(ran) == self.code_cells > 0 and not self.failed_cells
+
+    @property
+    def failed_cells(self) -> list[CellResult]:
+        return [c for c in self.cells if c.outcome == "failed"]
+
+
+def command(paths: list[Path]) -> list[str]:
+    """The pytest command a learner could type (plus the reporting plugin)."""
+    return [sys.executable, "-m", "pytest", *[str(p) for p in paths], "--rootdir", str(ROOT),
+            "-c", str(ROOT / "pyproject.toml"), "-p", "course_tools.selfcheck", "-q",
+            "--nbval-lax", "--tb=line", "--color=no"]
+
+
+def _last_line(message: str) -> str:
+    lines = [l.strip() for l in message.splitlines() if l.strip()]
+    errors = [l for l in lines if re.match(r"^\w*(Error|Exception|Failed|Interrupt)\b.*:", l)
+              or l.startswith(("CheckFailed", "NotImplementedError"))]
+    return (errors or lines or [""])[-1][:300]
+
+
+def _code_cells(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    return [c.source for c in nb.cells if c.cell_type == "code"]
+
+
+def run(paths: list[Path], timeout: float = 900) -> dict[Path, NotebookResult]:
+    """Run nbval over `paths` in one pytest process; the outcome of every code cell of each."""
+    paths = [Path(p).resolve() for p in paths]
+    results = {p: NotebookResult(p) for p in paths}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cells.jsonl"
+        env = {**os.environ, OUT_ENV: str(out), "PYTHONPATH": str(ROOT),
+               "TQDM_MININTERVAL": os.environ.get("TQDM_MININTERVAL", "3600"),
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "MPLBACKEND": "Agg"}
+        try:
+            proc = subprocess.run(command(paths), cwd=ROOT, env=env, capture_output=True, text=True,
+                                  timeout=timeout)
+            returncode, output = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            returncode, output = 124, f"pytest stopped after {timeout:.0f} s"
+        lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
+    by_name = {}
+    for path in paths:
+        try:
+            by_name[path.relative_to(ROOT).as_posix()] = path
+        except ValueError:
+            by_name[path.as_posix()] = path
+    for line in lines:
+        entry = json.loads(line)
+        file_part, _, cell_part = entry["nodeid"].partition("::Cell ")
+        path = by_name.get(file_part) or by_name.get(Path(file_part).resolve().as_posix())
+        if path is None or not cell_part.isdigit():
+            continue
+        results[path].cells.append(CellResult(int(cell_part), entry["outcome"], [],
+                                              _last_line(entry["message"])))
+    for path, result in results.items():
+        sources = _code_cells(path)
+        result.returncode, result.output, result.code_cells = returncode, output, len(sources)
+        for cell in result.cells:
+            cell.checks = GRADE_CALL.findall(sources[cell.cell]) if cell.cell < len(sources) else []
+        if returncode not in (0, 1) and len(result.cells) < len(sources):
+            result.cells.append(CellResult(-1, "failed", [], _last_line(output)))
+    return results
+
+
+def run_parallel(paths: list[Path], workers: int = 2, timeout: float = 900) -> dict[Path, NotebookResult]:
+    """`run` over `workers` pytest processes at once (pytest-xdist is not a course dependency)."""
+    paths = [Path(p).resolve() for p in paths]
+    groups = [paths[i::workers] for i in range(workers) if paths[i::workers]]
+    results: dict[Path, NotebookResult] = {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for part in pool.map(lambda group: run(group, timeout=timeout), groups):
+            results.update(part)
+    return {p: results[p] for p in paths}
+
+
+def format_result(result: NotebookResult) -> str:
+    """One line per graded check (and per other failing cell), then a verdict."""
+    try:
+        name = result.path.relative_to(ROOT).as_posix()
+    except ValueError:
+        name = str(result.path)
+    lines = [name]
+    for cell in sorted(result.cells, key=lambda c: c.cell):
+        if cell.checks:
+            mark = "PASS" if cell.outcome == "passed" else "FAIL"
+            for exercise_id in cell.checks:
+                lines.append(f"  {mark}  {exercise_id}" + (f"  - {cell.message}" if cell.outcome == "failed" else ""))
+        elif cell.outcome == "failed":
+            where = f"cell {cell.cell}" if cell.cell >= 0 else "pytest"
+            lines.append(f"  FAIL  ({where}, not a check)  - {cell.message}")
+    checks = [c for c in result.cells if c.checks]
+    n_pass = sum(len(c.checks) for c in checks if c.outcome == "passed")
+    n_all = sum(len(c.checks) for c in checks)
+    verdict = "all cells ran" if result.passed else f"{len(result.failed_cells)} cell(s) failed"
+    lines.append(f"  checks passed: {n_pass} / {n_all}; {verdict}")
+    return "\n".join(lines)

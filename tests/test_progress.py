@@ -1,0 +1,63 @@
+"""`course progress`: the last score per exercise (from `course grade`) and the lessons run so far."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from course_tools import ROOT, progress
+from course_tools.cli import main
+from course_tools.manifest import LESSONS
+
+
+@pytest.fixture
+def build(tmp_path, monkeypatch):
+    monkeypatch.setattr(progress, "BUILD", tmp_path)
+    monkeypatch.delenv(progress.GRADES_ENV, raising=False)
+    return tmp_path
+
+
+def _report(score, max_score, passed, failed):
+    items = [{"id": i, "points": 1, "max_points": 1, "passed": True, "feedback": ""} for i in passed]
+    items += [{"id": i, "points": 0, "max_points": 1, "passed": False, "feedback": "x"} for i in failed]
+    return {"score": score, "max_score": max_score, "items": items}
+
+
+def test_the_last_grade_per_exercise_wins(build):
+    path = ROOT / "exercises" / "01_scale_sqrt_dk.ipynb"
+    progress.record(_report(0, 3, [], ["01.a", "01.b", "01.c"]), path)
+    progress.record(_report(2, 3, ["01.a", "01.b"], ["01.c"]), path)
+    (build / "grades.jsonl").open("a").write('{"truncated')  # an interrupted write is skipped
+    row = progress.table().set_index("lesson").loc["01"]
+    assert row["last score"] == "2 / 3" and row["to do"] == "01.c"
+    assert progress.table().set_index("lesson").loc["02", "last score"] == "not graded"
+
+
+def test_a_learner_copy_elsewhere_counts_by_file_name_and_solutions_do_not_count(build, tmp_path):
+    copy = tmp_path / "work" / "00_welcome.ipynb"
+    assert progress.record(_report(1, 1, ["00.softmax"], []), copy) is not None
+    assert progress.record(_report(1, 1, ["00.softmax"], []), ROOT / "solutions" / "01_scale_sqrt_dk.ipynb") is None
+    table = progress.table().set_index("lesson")
+    assert table.loc["00", "last score"] == "1 / 1" and table.loc["01", "last score"] == "not graded"
+
+
+def test_lessons_run_come_from_the_summary_and_the_executed_notebooks(build):
+    pd.DataFrame([{"lesson": "03", "id": "multi-head", "seconds": 12.0, "claims held": "yes", "error": ""}]) \
+        .to_csv(build / "summary.csv", index=False)
+    (build / "notebooks").mkdir()
+    (build / "notebooks" / LESSONS[3].notebook.name).write_text("{}")
+    table = progress.table().set_index("lesson")
+    assert table.loc["03", "claims held"] == "yes" and table.loc["03", "lesson run"] != "not yet"
+    assert table.loc["04", "lesson run"] == "not yet"
+    assert table.loc["18", "exercise"] == "-"  # lesson 18 has no exercise
+
+
+def test_course_grade_records_and_course_progress_shows_it(build, capsys):
+    assert main(["grade", str(ROOT / "exercises" / "00_welcome.ipynb")]) == 0
+    entry = json.loads((build / "grades.jsonl").read_text().splitlines()[-1])
+    assert entry["exercise"] == "00_welcome.ipynb" and entry["score"] == 0 and entry["failed"] == ["00.softmax"]
+    capsys.readouterr()
+    assert main(["progress"]) == 0
+    out = capsys.readouterr().out
+    assert "| 0 / 1" in out and "exercises graded: 1 / " in out
