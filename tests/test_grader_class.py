@@ -1,0 +1,87 @@
+"""`course grade-class` on 30 mixed submissions: blank, solved, partly solved, hostile. The CSV
+and the histogram are written, every student gets what their own notebook deserves (a hostile
+neighbour changes nothing), and the course's files and the submissions are byte-identical."""
+import csv
+import hashlib
+import json
+import subprocess
+import sys
+
+import nbformat
+
+from course_tools import ROOT
+
+EX00 = ROOT / "exercises" / "00_welcome.ipynb"
+EX01 = ROOT / "exercises" / "01_scale_sqrt_dk.ipynb"
+
+
+def _solution_answers(stem):
+    exercise = nbformat.read(ROOT / "exercises" / stem, as_version=4)
+    solution = {c.id: c.source for c in nbformat.read(ROOT / "solutions" / stem, as_version=4).cells}
+    return [solution[c.id] for c in exercise.cells if "answer" in c.metadata.get("tags", [])]
+
+
+SDPA = _solution_answers("01_scale_sqrt_dk.ipynb")[0]
+SOFTMAX = _solution_answers("00_welcome.ipynb")[0]
+UNMASKED_ONLY = SDPA.replace("    scores = q @ k", "    if mask is not None:\n        raise ValueError('todo')\n    scores = q @ k")
+HOSTILE = [
+    "from course_lib.attention import scaled_dot_product_attention\n",
+    "import glob\nfor f in glob.glob('/tmp/**/*.ipynb', recursive=True):\n    open(f, 'w').write('{}')\n"
+    "def scaled_dot_product_attention(q, k, v, mask=None):\n    raise ValueError\n",
+    "import os\nwhile True:\n    os.fork()\n",
+    "def scaled_dot_product_attention(q, k, v, mask=None):\n    while True:\n        pass\n",
+    "import torch\nx = torch.ones(8 * 1024**3)\n",
+]
+
+
+def _write(folder, student, exercise, answer):
+    nb = nbformat.read(exercise, as_version=4)
+    for cell in nb.cells:
+        if "answer" in cell.metadata.get("tags", []) and answer is not None:
+            cell.source = answer
+    (folder / student).mkdir()
+    nbformat.write(nb, folder / student / exercise.name)
+
+
+def _digest(paths):
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
+
+
+def test_grade_class_on_30_mixed_submissions(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    expected = {}
+    for i in range(30):
+        student = f"s{i:02d}"
+        kind = ["blank", "solved", "partial", "hostile", "solved00", "blank00"][i % 6]
+        if kind == "blank":
+            _write(folder, student, EX01, None); expected[student] = ("01", 0)
+        elif kind == "solved":
+            _write(folder, student, EX01, SDPA); expected[student] = ("01", 5)
+        elif kind == "partial":
+            _write(folder, student, EX01, UNMASKED_ONLY); expected[student] = ("01", 2)
+        elif kind == "hostile":
+            _write(folder, student, EX01, HOSTILE[(i // 6) % len(HOSTILE)]); expected[student] = ("01", 0)
+        elif kind == "solved00":
+            _write(folder, student, EX00, SOFTMAX); expected[student] = ("00", 1)
+        else:
+            _write(folder, student, EX00, None); expected[student] = ("00", 0)
+    submissions = sorted(folder.rglob("*.ipynb"))
+    before = _digest(submissions)
+    checks_before = _digest(sorted((ROOT / "course_tools" / "checks").glob("*.py")))
+    out = tmp_path / "grades.csv"
+    proc = subprocess.run([sys.executable, "-m", "course_tools.cli", "grade-class", str(folder), "--out", str(out),
+                           "--jobs", "2", "--cell-timeout", "20", "--item-timeout", "4"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 30 and set(rows[0]) == {"student", "lesson", "file", "score", "max", "points", "error"}
+    for row in rows:
+        lesson, score = expected[row["student"]]
+        assert (row["lesson"], int(row["score"]), row["error"]) == (lesson, score, ""), row
+        assert sum(json.loads(row["points"]).values()) == score
+    assert out.with_suffix(".png").stat().st_size > 1000
+    assert "mean score fraction" in proc.stdout
+    assert _digest(submissions) == before, "a submission was changed by another one"
+    after = _digest(sorted((ROOT / "course_tools" / "checks").glob("*.py")))
+    assert not any(open(p, "rb").read() == b"{}" for p in after), "a check file was overwritten"
