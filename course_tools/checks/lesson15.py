@@ -69,6 +69,18 @@ def check_specials(fn, rng):
     bad = bad[bad < N_SPECIAL]
     expect(len(bad) == 0, f"random replacements drew special ids {sorted(set(bad.tolist()))} "
            f"([PAD]=0, [CLS]=1, [SEP]=2, [MASK]=3): draw only from the ordinary ids")
+    # a batch without any padding: [PAD] is nowhere in it, and must still never be drawn
+    ids, special = _batch(rng, n_rows=400, max_len=64, vocab_size=V)
+    ids = torch.where(ids == PAD, torch.randint(N_SPECIAL, V, ids.shape, generator=rng), ids)
+    ids[ids == SEP] = N_SPECIAL
+    ids[:, -1] = SEP
+    special = ids < N_SPECIAL
+    masked, labels = _call(fn, ids, special, V, rng, ratio=0.5, mask_prob_split=(0.0, 1.0, 0.0))
+    drawn = masked[labels != IGNORE]
+    bad = sorted(set(drawn[drawn < N_SPECIAL].tolist()))
+    expect(len(bad) == 0, f"in a batch without padding, random replacements drew special ids {bad} "
+           f"([PAD]=0, [CLS]=1, [SEP]=2, [MASK]=3): the ordinary ids are those after mask_token_id, "
+           f"whatever the batch contains")
     ids, special = _batch(rng, n_rows=200, max_len=64, vocab_size=V)
     masked, labels = _call(fn, ids, special, V, rng, ratio=1.0)
     expect(bool((labels[~special] != IGNORE).all()), "ratio=1.0: every ordinary token must be selected")
