@@ -1,8 +1,10 @@
-"""The grader: untouched exercises score 0, solutions full marks, tampering earns nothing."""
+"""The grader: untouched exercises score 0, solutions full marks, tampering earns nothing.
+(The attack classes of issue 9 are in test_grader_attacks.py, the gradebook in test_grader_class.py.)"""
 import hashlib
 import json
 import subprocess
 import sys
+from concurrent.futures import ProcessPoolExecutor
 
 import nbformat
 import pytest
@@ -15,17 +17,29 @@ from course_tools.manifest import LESSONS
 GRADED = [l for l in LESSONS if l.has_exercise and l.exercise.exists()]
 
 
+def _grade(path):
+    return grade(path, cell_timeout=60)
+
+
+@pytest.fixture(scope="module")
+def reports():
+    """Every exercise and solution, graded in parallel (each in its own sandbox)."""
+    paths = [str(l.exercise) for l in GRADED] + [str(l.solution) for l in GRADED]
+    with ProcessPoolExecutor(2) as pool:
+        return dict(zip(paths, pool.map(_grade, paths)))
+
+
 @pytest.mark.parametrize("lesson", GRADED, ids=[l.stem for l in GRADED])
-def test_untouched_exercise_scores_zero_on_every_item(lesson):
-    report = grade(lesson.exercise)
+def test_untouched_exercise_scores_zero_on_every_item(lesson, reports):
+    report = reports[str(lesson.exercise)]
     assert report["items"], "an exercise without graded items"
     assert report["max_score"] > 0
     assert [i["points"] for i in report["items"]] == [0] * len(report["items"]), report
 
 
 @pytest.mark.parametrize("lesson", GRADED, ids=[l.stem for l in GRADED])
-def test_solution_scores_full_marks(lesson):
-    report = grade(lesson.solution)
+def test_solution_scores_full_marks(lesson, reports):
+    report = reports[str(lesson.solution)]
     assert report["score"] == report["max_score"] > 0, report
 
 
@@ -134,6 +148,13 @@ def test_cli_json_output_and_exit_status(tmp_path):
 def test_cli_rejects_a_file_that_is_not_an_exercise(tmp_path):
     path = tmp_path / "mine.ipynb"
     nbformat.write(nbformat.v4.new_notebook(), path)
-    proc = subprocess.run([sys.executable, "-m", "course_tools.cli", "grade", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "course_tools.cli", "grade", str(path), "--json"],
                           capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 2 and "not a course exercise" in proc.stderr
+    assert proc.returncode == 2 and "which lesson" in proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "unknown-lesson"
+
+
+def test_exercises_carry_their_lesson_in_metadata():
+    for lesson in GRADED:
+        nb = nbformat.read(lesson.exercise, as_version=4)
+        assert nb.metadata.get("course", {}).get("lesson") == lesson.number, lesson.stem
