@@ -58,15 +58,34 @@ def cmd_store(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    from .grader import format_report, grade
+    from .grader import GradeError, format_report, grade
     try:
-        report = grade(args.path, cell_timeout=args.cell_timeout)
-    except ValueError as error:
+        report = grade(args.path, cell_timeout=args.cell_timeout, item_timeout=args.item_timeout)
+    except GradeError as error:  # one uniform error: JSON on stdout with --json, a line on stderr
+        if args.json:
+            print(json.dumps(error.as_json()))
         print(f"course grade: {error}", file=sys.stderr)
         return 2
+    except Exception as error:  # noqa: BLE001 - never a traceback for a submission
+        if args.json:
+            print(json.dumps({"error": {"code": "internal", "message": type(error).__name__}}))
+        print(f"course grade: internal error ({type(error).__name__})", file=sys.stderr)
+        return 2
     print(json.dumps(report) if args.json else format_report(report, os.path.basename(args.path)))
-    from . import progress
-    progress.record(report, args.path)  # `course progress` shows the last score per exercise
+    return 0
+
+
+def cmd_grade_class(args) -> int:
+    from .gradebook import grade_class
+    folder = args.submissions
+    if not os.path.isdir(folder):
+        print(f"course grade-class: {folder!r} is not a folder", file=sys.stderr)
+        return 2
+    result = grade_class(folder, args.out, jobs=args.jobs, cell_timeout=args.cell_timeout,
+                         item_timeout=args.item_timeout)
+    print(f"{len(result['rows'])} notebooks: {result['graded']} graded, {result['errors']} errors; "
+          f"mean score fraction {result['mean_fraction']:.3f}")
+    print(f"grades: {result['csv']}; histogram: {result['histogram']}")
     return 0
 
 
@@ -161,8 +180,17 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("grade", help="grade an exercise notebook")
     p.add_argument("path")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--cell-timeout", type=float, default=60.0)
+    p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell")
+    p.add_argument("--item-timeout", type=float, default=None, help="seconds per graded item "
+                   "(default: the cell timeout)")
     p.set_defaults(func=cmd_grade)
+    p = sub.add_parser("grade-class", help="grade a folder of submissions into a CSV gradebook")
+    p.add_argument("submissions", help="one sub-folder or one notebook per student")
+    p.add_argument("--out", default="grades.csv", help="the CSV; the histogram goes next to it (.png)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel graders (default: the core count)")
+    p.add_argument("--cell-timeout", type=float, default=60.0)
+    p.add_argument("--item-timeout", type=float, default=None)
+    p.set_defaults(func=cmd_grade_class)
     p = sub.add_parser("exercises", help="generate exercises/ from solutions/")
     p.add_argument("--check", action="store_true", help="only report out-of-date exercises")
     p.set_defaults(func=cmd_exercises)
