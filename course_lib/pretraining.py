@@ -3,9 +3,11 @@
     python -m course_lib.pretraining                               # one process, ~85 s
     torchrun --nproc_per_node=2 -m course_lib.pretraining ...      # two processes, same result
 
-Data: sentence pairs from `course_lib.corpus.make_documents`. A positive pair is two
-consecutive sentences of one episode. NSP's negative replaces the second sentence by a
-sentence of another document (label 1); SOP's negative swaps the two (label 1).
+Data: sentence pairs from `course_lib.corpus.make_documents`, drawn by
+`course_lib.sentence_pairs.sample_pair` (the sampler lesson 16 uses): a positive is two
+consecutive sentences of one episode (label 0, Hugging Face's `next_sentence_label`); NSP's
+negative replaces the second sentence by a sentence of another document, SOP's negative swaps
+the two (label 1).
 
 Distributed data parallel: every rank draws the same *global* batch from the same seeded
 generators, masks it, and keeps its own contiguous slice of rows. The loss of a slice is
@@ -13,8 +15,11 @@ normalised by the global number of masked tokens (and of pairs) and multiplied b
 size, so after DDP averages the gradients the update equals the single-process update on the
 whole batch (up to floating-point summation order).
 
-`load_or_pretrain(config, seed)` caches the trained weights in build/cache/ under a hash of
-(config, seed), so later lessons pay for pretraining once.
+`load_or_pretrain(config, seed)` caches the trained weights in build/cache/ under a key made of
+everything that decides them: the source text of the course_lib modules that train the model
+(this file and everything it imports from course_lib), the config, the seed and the number of
+torch threads (see `cache_key`), so later lessons pay for pretraining once, and a change to the
+code never loads weights that the old code trained.
 """
 from __future__ import annotations
 
@@ -38,57 +43,13 @@ from .corpus import Document, corpus_tokenizer, make_documents
 from .device import get_device, seed_everything
 from .masking import IGNORE_INDEX, mask_tokens
 from .schedules import make_scheduler
+from .sentence_pairs import TASKS, consecutive_pairs, sample_pair
 from .tokenization import WordPieceTokenizer
 
-CACHE_VERSION = 1  # bump when a change here alters what a given config trains into
-TASKS = ("nsp", "sop")
-
 
 # ---------------------------------------------------------------------------------------------
-# Sentence pairs
+# Batches of sentence pairs (drawn by course_lib.sentence_pairs, the course's one sampler)
 # ---------------------------------------------------------------------------------------------
-
-def consecutive_pairs(docs: list[Document]) -> list[tuple[int, int]]:
-    """(doc index, sentence index i) for every i whose sentence i+1 is in the same episode."""
-    return [(d, i) for d, doc in enumerate(docs) for i in range(len(doc.sentences) - 1)
-            if doc.episodes[i] == doc.episodes[i + 1]]
-
-
-def sample_pair(docs: list[Document], candidates: list[tuple[int, int]], task: str,
-                rng: random.Random) -> tuple[tuple[int, int], tuple[int, int], int]:
-    """One pair as ((doc, sentence) of A, (doc, sentence) of B, label); label 1 = negative.
-
-    nsp: B follows A (0) or is a random sentence of another document (1).
-    sop: A then B in their order (0), or swapped (1).
-    """
-    if task not in TASKS:
-        raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
-    d, i = rng.choice(candidates)
-    a, b = (d, i), (d, i + 1)
-    label = int(rng.random() < 0.5)
-    if label and task == "nsp":
-        other = rng.randrange(len(docs) - 1)
-        other += other >= d                      # any document but d
-        b = (other, rng.randrange(len(docs[other].sentences)))
-    elif label:
-        a, b = b, a
-    return a, b, label
-
-
-def make_pairs(docs: list[Document], n: int, task: str = "nsp",
-               seed: int | random.Random = 0) -> list[tuple[str, str, int]]:
-    """`n` (sentence A, sentence B, label) triples for NSP or SOP; labels are balanced in
-    expectation (each pair is a negative with probability 1/2)."""
-    if len(docs) < 2:
-        raise ValueError(f"docs: need at least 2 documents, got {len(docs)}")
-    rng = seed if isinstance(seed, random.Random) else random.Random(seed)
-    candidates = consecutive_pairs(docs)
-    out = []
-    for _ in range(n):
-        (da, ia), (db, ib), label = sample_pair(docs, candidates, task, rng)
-        out.append((docs[da].sentences[ia], docs[db].sentences[ib], label))
-    return out
-
 
 class PairBatcher:
     """Draws batches of tokenized pairs; every sentence is tokenized once, up front."""
@@ -102,6 +63,8 @@ class PairBatcher:
         self.ids = [[tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in doc.sentences]
                     for doc in docs]
         self.candidates = consecutive_pairs(docs)
+        if not self.candidates:
+            raise ValueError("docs: no two consecutive sentences in one episode")
 
     def batch(self, batch_size: int, rng: random.Random) -> dict[str, torch.Tensor]:
         """input_ids, token_type_ids, attention_mask, special_tokens_mask: (B, T), padded to
@@ -186,11 +149,57 @@ class PretrainConfig:
                           max_position_embeddings=self.max_position_embeddings,
                           initializer_range=self.initializer_range)
 
-    def key(self, seed: int) -> str:
-        """A short hash of (config, seed, CACHE_VERSION): the checkpoint's cache key."""
-        blob = json.dumps({"config": asdict(self), "seed": seed, "version": CACHE_VERSION},
-                          sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    def key(self, seed: int, num_threads: int = 1) -> str:
+        """The checkpoint's cache key: see `cache_key`."""
+        return cache_key(self, seed, num_threads)
+
+
+def source_modules() -> list[Path]:
+    """The files of course_lib that pretraining runs: this module and, transitively, every
+    course_lib module it imports (relative imports, read from the source with `ast`)."""
+    import ast
+
+    package = Path(__file__).resolve().parent
+    todo, seen = [Path(__file__).resolve()], set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.exists():
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module:                                   # from .bert import ...
+                    todo.append(package / f"{node.module.replace('.', '/')}.py")
+                else:                                             # from . import ROOT, x
+                    todo.append(package / "__init__.py")
+                    todo += [package / f"{alias.name}.py" for alias in node.names]
+    return sorted(seen)
+
+
+def source_digest(paths: list[Path] | None = None) -> str:
+    """sha256 over the (name, text) of the pretraining source files."""
+    digest = hashlib.sha256()
+    for path in sorted(paths if paths is not None else source_modules()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def cache_key(config: PretrainConfig, seed: int, num_threads: int = 1,
+              source: str | None = None) -> str:
+    """A short hash of (the pretraining source, config, seed, torch threads). The source is
+    `source_digest()` unless given; the thread count is part of it because another count sums
+    in another order, so it trains other weights (`course sweep`'s 2-thread run must not load
+    the 1-thread checkpoint)."""
+    blob = json.dumps({"source": source if source is not None else source_digest(),
+                       "config": asdict(config), "seed": seed, "threads": num_threads},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def training_threads() -> int:
+    """The torch threads pretraining uses: 1 (tiny matrices gain nothing from a second thread),
+    unless COURSE_TORCH_THREADS says otherwise, as `course_lib.device.limit_threads` does."""
+    return int(os.environ.get("COURSE_TORCH_THREADS", 1))
 
 
 class PretrainResult(NamedTuple):
@@ -228,21 +237,21 @@ def pretraining_losses(out, labels, next_sentence_label, n_masked: int, n_pairs:
 
 
 def pretrain(config: PretrainConfig | None = None, seed: int = 0, progress: bool = True,
-             device=None, num_threads: int | None = 1) -> PretrainResult:
+             device=None, num_threads: int | None = None) -> PretrainResult:
     """Train a BertForPreTraining from scratch; history has one row per `log_every` steps
     with step, loss, mlm_loss, nsp_loss, mlm_acc, nsp_acc (on the training batch), lr.
 
     Under torchrun (WORLD_SIZE > 1) it trains with DistributedDataParallel over gloo on
     the CPU; every rank returns the same model and history.
 
-    num_threads: torch's intra-op threads while training (restored afterwards). The tensors
-    are so small that a second thread gains ~20% on an idle 2-core machine and loses many
-    times that when the cores are shared; one thread also makes the weights independent of
-    the caller's thread setting. None keeps the caller's setting.
+    num_threads: torch's intra-op threads while training (restored afterwards); None means
+    `training_threads()`: 1 unless COURSE_TORCH_THREADS says otherwise. The tensors are so
+    small that a second thread gains ~20% on an idle 2-core machine and loses many times that
+    when the cores are shared; a fixed count also makes the weights independent of the
+    caller's thread setting.
     """
     saved_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
+    torch.set_num_threads(num_threads if num_threads is not None else training_threads())
     try:
         return _pretrain(config or PretrainConfig(), seed, progress, device)
     finally:
@@ -350,24 +359,28 @@ def evaluate(model: BertForPreTraining, tokenizer: WordPieceTokenizer, docs: lis
 
 
 def cache_path(config: PretrainConfig, seed: int, cache_dir: str | Path | None = None,
-               device_type: str = "cpu") -> Path:
-    """Where the checkpoint of (config, seed) trained on `device_type` lives. The device is part of
+               device_type: str = "cpu", num_threads: int | None = None) -> Path:
+    """Where the checkpoint of (config, seed) trained with the current source on `device_type`
+    with `num_threads` torch threads (default `training_threads()`) lives. The device is part of
     the name: a GPU computes in another order, so its weights differ in the last bits, and a CPU run
     must not load them in place of its own (the stored notebooks' rounded numbers come from the CPU)."""
     cache_dir = Path(cache_dir) if cache_dir is not None else ROOT / "build" / "cache"
+    threads = num_threads if num_threads is not None else training_threads()
     suffix = "" if device_type == "cpu" else f"_{device_type}"
-    return cache_dir / f"tiny_bert_{config.key(seed)}{suffix}.pt"
+    return cache_dir / f"tiny_bert_{config.task}_{config.key(seed, threads)}{suffix}.pt"
 
 
 def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
                      cache_dir: str | Path | None = None, progress: bool = True,
-                     device=None) -> PretrainResult:
+                     device=None, num_threads: int | None = None) -> PretrainResult:
     """The pretrained tiny BERT for (config, seed): loaded from the cache if present, else
     trained (about 85 s with the defaults on one CPU thread) and saved. Eval mode.
-    On a GPU it trains there once and caches that checkpoint separately (see `cache_path`)."""
+    On a GPU it trains there once and caches that checkpoint separately (see `cache_path`).
+    num_threads: as in `pretrain` (default `training_threads()`); part of the cache key."""
     config = config or PretrainConfig()
+    threads = num_threads if num_threads is not None else training_threads()
     _, world = _distributed()
-    path = cache_path(config, seed, cache_dir, _training_device(device, world).type)
+    path = cache_path(config, seed, cache_dir, _training_device(device, world).type, threads)
     if path.exists():
         saved = torch.load(path, map_location="cpu", weights_only=False)
         tokenizer = corpus_tokenizer(max_position_embeddings=config.max_position_embeddings)
@@ -377,14 +390,14 @@ def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
         if device is not None:
             model.to(device)
         return PretrainResult(model, tokenizer, pd.DataFrame(saved["history"]))
-    result = pretrain(config, seed, progress=progress, device=device)
+    result = pretrain(config, seed, progress=progress, device=device, num_threads=threads)
     rank, _ = _distributed()
     if rank == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         torch.save({"model": {k: v.cpu() for k, v in result.model.state_dict().items()},
                     "history": result.history.to_dict("list"), "config": asdict(config),
-                    "seed": seed}, tmp)
+                    "seed": seed, "threads": threads, "source": source_digest()}, tmp)
         tmp.replace(path)  # atomic: a reader never sees half a file
     return result
 

@@ -13,8 +13,10 @@ import torch
 
 from course_lib import ROOT
 from course_lib.corpus import TOPICS, corpus_tokenizer, make_documents, pydoc_texts
-from course_lib.pretraining import (PairBatcher, PretrainConfig, cache_path, consecutive_pairs,
-                                    evaluate, load_or_pretrain, make_pairs, pretrain, sample_pair)
+from course_lib import pretraining
+from course_lib.pretraining import (PairBatcher, PretrainConfig, cache_key, cache_path, evaluate,
+                                    load_or_pretrain, pretrain, source_digest, source_modules)
+from course_lib.sentence_pairs import consecutive_pairs, sample_pair
 
 TINY = dict(n_docs=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
             intermediate_size=64, max_position_embeddings=48, steps=8, batch_size=8,
@@ -67,30 +69,22 @@ def test_pydoc_texts_are_real_english():
 
 # ----------------------------------------------------------------------------- pairs
 
-def test_nsp_and_sop_pairs():
+def test_batches_draw_from_the_shared_sampler():
+    """PairBatcher's rows are sentence_pairs.sample_pair's pairs (Hugging Face labels)."""
     import random
 
-    docs = make_documents(100, seed=0)
-    candidates = consecutive_pairs(docs)
+    docs = make_documents(50, seed=0)
+    tok = corpus_tokenizer()
     for task in ("nsp", "sop"):
-        rng = random.Random(0)
-        labels = []
-        for _ in range(2000):
+        batch = PairBatcher(docs, tok, task).batch(32, random.Random(7))
+        rng, candidates = random.Random(7), consecutive_pairs(docs)
+        for r in range(32):
             (da, ia), (db, ib), label = sample_pair(docs, candidates, task, rng)
-            labels.append(label)
-            if label == 0:       # consecutive, in order, one episode
-                assert da == db and ib == ia + 1
-                assert docs[da].episodes[ia] == docs[da].episodes[ib]
-            elif task == "nsp":  # B from another document
-                assert da != db
-            else:                # SOP: the same two sentences, swapped
-                assert da == db and ia == ib + 1
-        assert abs(sum(labels) / len(labels) - 0.5) < 0.05
-        # make_pairs draws the same pairs as text
-        rng = random.Random(1)
-        (da, ia), (db, ib), label = sample_pair(docs, candidates, task, rng)
-        assert make_pairs(docs, 1, task, seed=1)[0] == (docs[da].sentences[ia],
-                                                        docs[db].sentences[ib], label)
+            a = tok.convert_tokens_to_ids(tok.tokenize(docs[da].sentences[ia]))
+            b = tok.convert_tokens_to_ids(tok.tokenize(docs[db].sentences[ib]))
+            ids = [tok.cls_token_id] + a + [tok.sep_token_id] + b + [tok.sep_token_id]
+            assert batch["input_ids"][r, :len(ids)].tolist() == ids
+            assert int(batch["next_sentence_label"][r]) == label
 
 
 def test_batches():
@@ -145,6 +139,36 @@ def test_load_or_pretrain_caches(tmp_path):
     assert cache_path(PretrainConfig(**{**TINY, "task": "sop"}), 3, tmp_path) != path
     # a GPU-trained checkpoint never stands in for the CPU one
     assert cache_path(config, 3, tmp_path, "cuda").name == path.stem + "_cuda.pt"
+    # nor a 2-thread one for the 1-thread one
+    assert cache_path(config, 3, tmp_path, num_threads=2) != path
+
+
+def test_cache_key_follows_the_source_config_seed_and_threads(tmp_path, monkeypatch):
+    config = PretrainConfig(**TINY)
+    names = {p.name for p in source_modules()}
+    assert {"pretraining.py", "bert.py", "masking.py", "sentence_pairs.py", "corpus.py",
+            "tokenization.py", "transformer.py", "schedules.py"} <= names
+    key = cache_key(config, 0)
+    assert key == cache_key(PretrainConfig(**TINY), 0)                  # deterministic
+    assert cache_key(PretrainConfig(**{**TINY, "lr": 1e-3}), 0) != key   # config
+    assert cache_key(PretrainConfig(**{**TINY, "task": "sop"}), 0) != key
+    assert cache_key(config, 1) != key                                   # seed
+    assert cache_key(config, 0, num_threads=2) != key                    # threads
+    # the source: a copy of the modules with one character changed gives another digest
+    copies = []
+    for path in source_modules():
+        copy = tmp_path / path.name
+        copy.write_bytes(path.read_bytes())
+        copies.append(copy)
+    assert source_digest(copies) == source_digest()
+    masking = tmp_path / "masking.py"
+    masking.write_text(masking.read_text() + "\n# changed\n")
+    assert source_digest(copies) != source_digest()
+    assert cache_key(config, 0, source=source_digest(copies)) != key
+    # COURSE_TORCH_THREADS (set by course sweep's 2-thread run) selects the training threads
+    monkeypatch.setenv("COURSE_TORCH_THREADS", "2")
+    assert pretraining.training_threads() == 2
+    assert cache_path(config, 0, tmp_path) == cache_path(config, 0, tmp_path, num_threads=2)
 
 
 def test_torchrun_two_processes_match_one_process(tmp_path):
