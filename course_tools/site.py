@@ -82,11 +82,39 @@ def _site_links(text: str) -> str:
     return re.sub(r"\[([^\]]+)\]\((?!https?:|#)[^)]+\)", r"\1", text)
 
 
+def _download(match: re.Match) -> str:
+    text = match.group(1).replace("`", "")
+    return f"{{download}}`{text} <exercises/{match.group(2)}>`"
+
+
+def _relink(text, markdown: bool = False):
+    """Lessons sit side by side on the site and their exercises in its exercises/ folder: the
+    repository's `../notebooks/...` and `../exercises/...` links lose their `../`. In markdown cells
+    (parsed by MyST, which would take a link to a .ipynb for a page) an exercise link becomes a
+    download link; in rendered outputs it points at the copy under exercises/ verbatim."""
+    if isinstance(text, list):
+        return [_relink(part, markdown) for part in text]
+    if markdown:
+        text = re.sub(r"\[([^\]]+)\]\(\.\./exercises/([^)\s]+)\)", _download, text)
+    text = re.sub(r"(\]\(|href=[\"'])\.\./exercises/", r"\1exercises/", text)
+    return re.sub(r"(\]\(|href=[\"'])\.\./notebooks/", r"\1", text)
+
+
+def _relink_output(text, lessons: list[Lesson]):
+    """In a rendered output a link is kept verbatim: a lesson's .ipynb becomes its page's .html."""
+    if isinstance(text, list):
+        return [_relink_output(part, lessons) for part in text]
+    text = _relink(text)
+    for lesson in lessons:
+        text = re.sub(rf"(\]\(|href=[\"']){lesson.stem}\.ipynb", rf"\g<1>{lesson.stem}.html", text)
+    return text
+
+
 def lesson_map(lessons: list[Lesson]) -> str:
     rows = ["| # | Question | 中文 | Exercise |", "|---|---|---|---|"]
     for lesson in lessons:
-        exercise = (f"`exercises/{lesson.stem}.ipynb`" if lesson.exercise and lesson.exercise.exists()
-                    else "—")
+        exercise = (f"{{download}}`{lesson.stem}.ipynb <exercises/{lesson.stem}.ipynb>`"
+                    if lesson.exercise and lesson.exercise.exists() else "—")
         rows.append(f"| {lesson.number:02d} | [{lesson.question}]({lesson.stem}.ipynb) | "
                     f"{lesson.question_zh} | {exercise} |")
     return "\n".join(rows)
@@ -135,9 +163,17 @@ def stage(lessons: list[Lesson], stage_dir: Path = STAGE) -> Path:
     (stage_dir / "_toc.yml").write_text(toc(lessons), encoding="utf-8")
     (stage_dir / "cheatsheet.md").write_text(cheatsheet.render(link_base="", lessons=lessons),
                                              encoding="utf-8")
+    # Exercises in the source folder (markdown links to them become download links); `build` also
+    # copies them to the site's exercises/, where links inside rendered outputs point verbatim.
     (stage_dir / "exercises").mkdir()
     for lesson in lessons:
         notebook = nbformat.read(lesson.notebook, as_version=4)
+        for cell in notebook.cells:
+            cell.source = _relink(cell.source, markdown=cell.cell_type == "markdown")
+            for output in cell.get("outputs", []):
+                for mime in ("text/markdown", "text/html"):
+                    if mime in output.get("data", {}):
+                        output["data"][mime] = _relink_output(output["data"][mime], lessons)
         box = nbformat.v4.new_markdown_cell(lesson_box(lesson, notebook))
         box.id = f"site-lesson-box-{lesson.number:02d}"
         notebook.cells.insert(1, box)
@@ -179,6 +215,10 @@ def build(lessons: list[Lesson] | None = None, out: Path = OUT, quiet: bool = Tr
     if out.exists():
         shutil.rmtree(out)
     shutil.move(str(html), str(out))
+    exercises = [lesson.exercise for lesson in lessons if lesson.exercise and lesson.exercise.exists()]
+    (out / "exercises").mkdir()
+    for exercise in exercises:
+        shutil.copy2(exercise, out / "exercises" / exercise.name)
     return out
 
 
