@@ -72,6 +72,8 @@ def cmd_grade(args) -> int:
         print(f"course grade: internal error ({type(error).__name__})", file=sys.stderr)
         return 2
     print(json.dumps(report) if args.json else format_report(report, os.path.basename(args.path)))
+    from . import progress
+    progress.record(report, args.path)  # `course progress` shows the last score per exercise
     return 0
 
 
