@@ -1,4 +1,6 @@
-"""Graded checks for lesson 16: ALBERT's sentence-order-prediction pairs."""
+"""Graded checks for lesson 16: ALBERT's sentence-order-prediction pairs (Hugging Face labels:
+0 = in order, 1 = swapped; positives are consecutive sentences of one episode, as in
+`course_lib.sentence_pairs`)."""
 import torch
 
 from course_lib.corpus import make_documents
@@ -7,32 +9,42 @@ from ..grading import CheckFailed, exercise, expect
 
 @exercise("16.sop-pairs", points=3, uses="make_sop_pairs")
 def check_sop_pairs(fn, rng):
-    """One pair per consecutive sentence pair, label 1 in order / 0 swapped, ~50% each, seeded."""
+    """One pair per positive (sentences i, i+1 of one episode), label 0 in order / 1 swapped,
+    ~50% each, seeded."""
     for case in range(3):
         seed = int(torch.randint(0, 2**31, (1,), generator=rng))
         n_docs = int(torch.randint(150, 250, (1,), generator=rng))
-        docs = make_documents(n_docs, seed=seed, min_sentences=1 + case, max_sentences=8)
-        expected = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc.sentences) - 1)]
+        docs = make_documents(n_docs, seed=seed, min_sentences=1 + case, max_sentences=8 + 4 * case)
+        expected = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc.sentences) - 1)
+                    if doc.episodes[i] == doc.episodes[i + 1]]
+        crossing = sum(len(doc.sentences) - 1 for doc in docs) - len(expected)
         got = fn(docs, torch.Generator().manual_seed(seed))
         if not isinstance(got, (list, tuple)):
             raise CheckFailed(f"case {case}: return a list of (A, B, label), got {type(got).__name__}")
         got = list(got)
+        if len(got) == len(expected) + crossing:
+            raise CheckFailed(f"case {case}: {len(got)} pairs: you paired every two consecutive "
+                              f"sentences, also across the {crossing} episode boundaries; keep only "
+                              f"i with doc.episodes[i] == doc.episodes[i + 1] ({len(expected)} pairs)")
         expect(len(got) == len(expected), f"case {case}: {n_docs} documents have {len(expected)} "
-               f"consecutive sentence pairs (one pair each), got {len(got)} pairs")
+               f"pairs of consecutive sentences in one episode (one pair each), got {len(got)} pairs")
         for k, (pair, (d, i)) in enumerate(zip(got, expected)):
             if not (isinstance(pair, tuple) and len(pair) == 3):
                 raise CheckFailed(f"case {case}, pair {k}: expected a tuple (A, B, label), got {pair!r}")
             a, b, label = pair
             first, second = docs[d].sentences[i], docs[d].sentences[i + 1]
             expect(int(label) in (0, 1), f"case {case}, pair {k}: label must be 0 or 1, got {label!r}")
-            want = (first, second) if int(label) == 1 else (second, first)
+            want = (first, second) if int(label) == 0 else (second, first)
+            if (a, b) != want and first != second and (a, b) == (want[1], want[0]):
+                raise CheckFailed(f"case {case}, pair {k}: labels are reversed: Hugging Face's "
+                                  f"next_sentence_label is 0 for in order and 1 for swapped")
             expect((a, b) == want or first == second,
                    f"case {case}, pair {k} (document {d}, sentences {i} and {i + 1}): with label "
-                   f"{int(label)} expected {want}, got {(a, b)} (1 = in order, 0 = swapped; pairs in "
-                   f"document order, never mixing documents)")
+                   f"{int(label)} expected {want}, got {(a, b)} (0 = in order, 1 = swapped; pairs in "
+                   f"document order, never mixing documents or episodes)")
         share = sum(int(p[2]) for p in got) / len(got)
-        # about 1000 pairs: 0.5 +- 0.08 is more than 5 standard errors
-        expect(abs(share - 0.5) < 0.08, f"case {case}: fraction of in-order pairs {share:.3f}, "
+        # several hundred pairs: 0.5 +- 0.1 is more than 4 standard errors
+        expect(abs(share - 0.5) < 0.1, f"case {case}: fraction of swapped pairs {share:.3f}, "
                f"expected about 0.5 (swap each pair with probability 1/2)")
         again = fn(docs, torch.Generator().manual_seed(seed))
         expect([int(p[2]) for p in again] == [int(p[2]) for p in got],
