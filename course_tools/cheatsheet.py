@@ -52,7 +52,8 @@ def _one_line(text: str) -> str:
 def common_answer_line(lesson: Lesson) -> str | None:
     """One line on the usual answer: the marked bullet of the Pitfalls cell, else its first bullet.
 
-    From the bullet: its bold lead and the sentence that follows it (the correction).
+    From the bullet: its bold lead and the sentence that follows it (the correction), shortened to
+    about two lines.
     """
     body = section(lesson, PITFALLS)
     if not body:
@@ -67,9 +68,27 @@ def common_answer_line(lesson: Lesson) -> str | None:
         sentence = re.match(r"(.+?[.!?])(\s|$)", bullet)
         return sentence.group(1) if sentence else bullet
     lead, rest = bold.group(1), bold.group(2).strip()
-    follow = re.match(r"(.+?[.!?])(\s|$)", rest)
-    follow = follow.group(1) if follow else rest
-    return f"**{lead}** {follow}".strip()
+    follow = ""
+    for sentence in re.findall(r".+?[.!?](?:\s|$)|.+$", rest):
+        follow += sentence
+        if len(follow.strip()) >= 40:  # "(the seed write-up)." alone is not the correction
+            break
+    return f"**{lead}** {_shorten(follow.strip())}".strip()
+
+
+def _shorten(text: str, limit: int = 240) -> str:
+    """At most `limit` characters, cut at a clause boundary and marked with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    for mark in ("; ", ": ", ", ", " — ", " "):
+        if mark in cut[limit // 2:]:
+            cut = cut[:cut.rindex(mark)].rstrip(" ,;:—")
+            break
+    for fence in ("$", "`", "**"):  # never leave math, code or bold open
+        if cut.count(fence) % 2:
+            cut = cut[:cut.rindex(fence)].rstrip(" ,;:—(")
+    return cut + " …"
 
 
 def _number(value: float) -> str:
