@@ -37,7 +37,11 @@ def cmd_sweep(args) -> int:
     runs = DEFAULT_RUNS if args.seeds is None else [Run(f"seed {s}", s) for s in args.seeds]
     if args.seeds is not None and args.threads_run:
         runs = runs + [Run(f"seed {args.seeds[0]}, 2 threads", args.seeds[0], threads=2)]
-    runs_table, claims_table = sweep(_select(args.only), runs, jobs=args.jobs, timeout=args.timeout)
+    if args.collect:
+        from .sweep import collect
+        runs_table, claims_table = collect(_select(args.only), runs)
+    else:
+        runs_table, claims_table = sweep(_select(args.only), runs, jobs=args.jobs, timeout=args.timeout)
     table = robustness_table(runs_table, claims_table)
     print(table.to_markdown(index=False))
     failed = runs_table[runs_table["claims held"] != "yes"]
@@ -174,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="lessons run in parallel (worker processes)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     p.add_argument("--update-readme", action="store_true", help="write the README robustness table")
+    p.add_argument("--collect", action="store_true",
+                   help="run nothing: rebuild the tables from the runs left in build/sweep/")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("store", help="execute lessons in place, storing their outputs")
     p.add_argument("--only", nargs="*")

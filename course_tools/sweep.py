@@ -113,34 +113,78 @@ def sweep(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, jobs: int = 1, 
     return runs_table, claims_table
 
 
+def claim_spread(claims_table: pd.DataFrame) -> pd.DataFrame:
+    """Per lesson and claim, over the runs: lowest/highest value, worst margin, and that margin
+    in units of the seed-to-seed range (how many ranges away from failing the worst run was)."""
+    rows = []
+    for (lesson, statement), group in claims_table.groupby(["lesson", "statement"], sort=False):
+        worst = group.loc[group["relative_margin"].idxmin()]
+        spread = group["value"].max() - group["value"].min()
+        rows.append({"lesson": lesson, "statement": statement, "runs": len(group),
+                     "held": int(group["held"].sum()), "min": group["value"].min(),
+                     "max": group["value"].max(), "op": worst["op"], "threshold": worst["threshold"],
+                     "worst margin": worst["margin"], "relative margin": worst["relative_margin"],
+                     "margin / spread": worst["margin"] / spread if spread > 0 else float("inf"),
+                     "worst run": worst["run"]})
+    return pd.DataFrame(rows)
+
+
 def robustness_table(runs_table: pd.DataFrame, claims_table: pd.DataFrame) -> pd.DataFrame:
-    """Per lesson: runs whose claims held, claims per run, and the thinnest margin over all runs."""
+    """Per lesson: runs whose claims held, claims per run, and the thinnest claim over all runs
+    (smallest relative margin), with the range of its value over the runs."""
+    spread = claim_spread(claims_table) if len(claims_table) else pd.DataFrame()
     rows = []
     for (lesson, lesson_id), group in runs_table.groupby(["lesson", "id"], sort=True):
         held = int((group["claims held"] == "yes").sum())
         row = {"lesson": lesson, "id": lesson_id, "runs held": f"{held}/{len(group)}",
                "claims": int(group["claims recorded"].max())}
-        mine = claims_table[claims_table["lesson"] == lesson] if len(claims_table) else claims_table
+        mine = spread[spread["lesson"] == lesson] if len(spread) else spread
         if len(mine):
-            thinnest = mine.loc[mine["relative_margin"].idxmin()]
+            thinnest = mine.loc[mine["relative margin"].idxmin()]
             row["thinnest claim"] = str(thinnest["statement"])[:70]
-            row["measured"] = f"{thinnest['value']:.3g}"
+            row["measured (all runs)"] = f"{thinnest['min']:.3g} – {thinnest['max']:.3g}"
             row["threshold"] = f"{thinnest['op']} {thinnest['threshold']:.3g}"
-            row["relative margin"] = f"{thinnest['relative_margin']:.2f}"
-            row["run"] = thinnest["run"]
+            row["relative margin"] = f"{thinnest['relative margin']:.2f}"
+            ratio = thinnest["margin / spread"]
+            row["margin / seed range"] = "∞ (no spread)" if ratio == float("inf") else f"{ratio:.1f}"
         else:
-            row.update({"thinnest claim": "(no recorded claims)", "measured": "", "threshold": "",
-                        "relative margin": "", "run": ""})
+            row.update({"thinnest claim": "(no recorded claims)", "measured (all runs)": "",
+                        "threshold": "", "relative margin": "", "margin / seed range": ""})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS,
+            out_dir: Path = BUILD / "sweep") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rebuild the tables from the executed notebooks and claim files a sweep left in `out_dir`
+    (for lessons swept one at a time), without running anything."""
+    summaries, claims = [], []
+    for lesson in lessons:
+        for run in runs:
+            slug = run.name.replace(" ", "").replace(",", "_")
+            output = out_dir / f"{lesson.stem}__{slug}.ipynb"
+            claims_file = out_dir / f"{lesson.stem}__{slug}.claims.jsonl"
+            status, error = lesson_status(output) if output.exists() else ("not run", "")
+            found = ([json.loads(line) for line in claims_file.read_text(encoding="utf-8").splitlines()]
+                     if claims_file.exists() else [])
+            base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
+            summaries.append({**base, "seconds": float("nan"), "claims held": status,
+                              "claims recorded": len(found), "error": error})
+            claims.extend({**base, **entry} for entry in found)
+    runs_table, claims_table = pd.DataFrame(summaries), pd.DataFrame(claims)
+    runs_table.to_csv(BUILD / "sweep_runs.csv", index=False)
+    claims_table.to_csv(BUILD / "sweep.csv", index=False)
+    return runs_table, claims_table
 
 
 def update_readme(table: pd.DataFrame, runs: list[Run], readme: Path = ROOT / "README.md") -> None:
     names = ", ".join(run.name for run in runs)
     block = (f"{SWEEP_BEGIN}\n" + table.to_markdown(index=False)
-             + f"\n\nRuns: {names}. Relative margin = distance from failing divided by the threshold "
-             f"(0.5: half the threshold away). Generated by `make sweep`; per-claim values in "
-             f"`build/sweep.csv`.\n{SWEEP_END}")
+             + f"\n\nRuns: {names}. Thinnest claim: the one closest to failing in any run. Relative "
+             f"margin: its distance from failing divided by the threshold (0.5: half the threshold "
+             f"away). Margin / seed range: that distance in units of the claim's range over the runs "
+             f"(how many seed-to-seed spreads away from failing). Generated by `make sweep`; "
+             f"per-claim values in `build/sweep.csv`.\n{SWEEP_END}")
     text = readme.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(SWEEP_BEGIN) + ".*?" + re.escape(SWEEP_END), re.S)
     if not pattern.search(text):

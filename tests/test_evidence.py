@@ -81,8 +81,19 @@ def test_robustness_table_reports_thinnest_margin_per_lesson():
     ])
     table = robustness_table(runs, claims)
     row = table.iloc[0]
-    assert row["runs held"] == "1/2" and row["thinnest claim"] == "thin" and row["run"] == "seed 1"
-    assert row["relative margin"] == "0.10"
+    assert row["runs held"] == "1/2" and row["thinnest claim"] == "thin"
+    assert row["relative margin"] == "0.10" and row["measured (all runs)"] == "1.1 – 1.1"
+
+
+def test_claim_spread_measures_margin_in_seed_ranges():
+    from course_tools.sweep import claim_spread
+    claims = pd.DataFrame([
+        {"lesson": "01", "run": f"seed {s}", "statement": "gap", "value": v, "op": ">", "threshold": 1.0,
+         "margin": v - 1.0, "relative_margin": v - 1.0, "held": True}
+        for s, v in enumerate([2.0, 2.5, 3.0])])
+    row = claim_spread(claims).iloc[0]
+    assert row["min"] == 2.0 and row["max"] == 3.0 and row["worst run"] == "seed 0"
+    assert row["margin / spread"] == pytest.approx(1.0)  # worst margin 1.0, range 1.0
 
 
 def test_default_sweep_has_five_seeds_and_a_two_thread_run():
