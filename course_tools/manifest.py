@@ -57,7 +57,7 @@ LESSONS: list[Lesson] = [
            "为什么BERT采用warm-up？BERT后期为何将残差放到内部？"),
     Lesson(10, "nonlinearity", "Where does BERT's non-linearity come from?", "BERT非线性的来源在哪里？"),
     Lesson(11, "encoder-decoder", "How do the encoder, decoder and masked attention fit together?",
-           "Transformer的编码器、解码器和masked attention是怎么配合的？"),
+           "Transformer的编码器、解码器和masked attention是怎么配合的？（本课程自拟，原始面试材料中没有这一问）"),
     Lesson(12, "weight-tying",
            "Where does the Transformer share weights, and why can Embedding and Linear share one matrix without a transpose?",
            "Transformer在哪里做了权重共享，为什么可以做权重共享？"),
