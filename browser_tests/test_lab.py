@@ -11,48 +11,18 @@ first-run pop-up (the Jupyter news question) may appear. Screenshots: build/scre
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import nbformat
 import pytest
+
+from course_tools import lab
 
 from .conftest import ROOT
 
 LESSON = "01_scale_sqrt_dk.ipynb"
 NEWS = re.compile(r"Jupyter news|official Jupyter news", re.I)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def lab_command(root: Path, port: int, token: str) -> tuple[list[str], dict]:
-    """`course lab`'s command line and environment, pointed at `root` on `port` with `token`."""
-    extra = ["--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-             "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-             f"--ServerApp.root_dir={root}", "--LabApp.default_url=/lab"]
-    try:
-        from course_tools import lab
-    except ImportError:  # before `course lab` learnt to configure JupyterLab: plain JupyterLab
-        command = [sys.executable, "-m", "jupyter", "lab", "--allow-root", *extra]
-        env = dict(os.environ)
-    else:
-        lab.configure()  # what `make lab` does first (idempotent)
-        # its folder and start page replaced by ours (each may be given once)
-        ours = tuple(arg.split("=")[0] + "=" for arg in extra if "=" in arg)
-        command = [arg for arg in lab.command() if not arg.startswith(ours)] + extra
-        env = lab.environment()
-    return command, env
 
 
 @pytest.fixture
@@ -72,34 +42,18 @@ def lab_server(tmp_path):
     tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
     tracker.write_text(json.dumps({"windowingMode": "none"}), encoding="utf-8")
-    port, token = free_port(), secrets.token_hex(16)
-    command, env = lab_command(root, port, token)
-    env = {**env, "JUPYTERLAB_SETTINGS_DIR": str(settings),
+    env = {"JUPYTERLAB_SETTINGS_DIR": str(settings),
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "OMP_NUM_THREADS": "1",
            "TQDM_MININTERVAL": "3600"}
-    log = open(tmp_path / "lab.log", "w")
-    server = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    lab.configure()  # what `make lab` does first (idempotent)
+    # `make lab`'s server, with its folder and start page replaced by ours
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.flush()
-                    pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-3000:])
-                time.sleep(0.5)
-        yield {"base": base, "token": token, "root": root, "log": tmp_path / "lab.log"}
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        with lab.serve(root, tmp_path / "lab.log", env=env,
+                       extra=[f"--ServerApp.root_dir={root}", "--LabApp.default_url=/lab"]) as (base, token):
+            yield {"base": base, "token": token, "root": root, "log": tmp_path / "lab.log"}
+    except RuntimeError as error:
+        pytest.fail(str(error))
 
 
 def code_prompts(page) -> list[str]:

@@ -17,6 +17,7 @@ JupyterLab then opens at `notebooks/00_welcome.ipynb`, whose lesson map links ev
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -85,3 +86,51 @@ def command(extra: list[str] | None = None) -> list[str]:
 def environment() -> dict[str, str]:
     # Environment-level Jupyter paths (this venv's kernel and settings) before the user's.
     return {**os.environ, "JUPYTER_PREFER_ENV_PATH": "1"}
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(cwd: Path, log_path: Path, env: dict[str, str] | None = None,
+          extra: list[str] | None = None, timeout: float = 120):
+    """JupyterLab as `course lab` starts it, headless on a free local port with a token, until the
+    block ends. Yields (base URL, token). `extra` arguments replace `course lab`'s own of the same
+    name (e.g. another root folder); `env` is added to `course lab`'s environment."""
+    import secrets
+    import subprocess
+    import time
+    import urllib.request
+
+    port, token = free_port(), secrets.token_hex(16)
+    extra = ["--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+             "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", *(extra or [])]
+    replaced = tuple(arg.split("=")[0] + "=" for arg in extra if "=" in arg)
+    cmd = [arg for arg in command() if not arg.startswith(replaced)] + extra
+    base = f"http://127.0.0.1:{port}"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(cmd, cwd=cwd, env={**environment(), **(env or {})},
+                                  stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                        break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        log.flush()
+                        raise RuntimeError("JupyterLab did not start:\n"
+                                           + Path(log_path).read_text()[-3000:]) from None
+                    time.sleep(0.5)
+            yield base, token
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()

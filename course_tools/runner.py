@@ -17,7 +17,7 @@ import pandas as pd
 from tqdm.std import tqdm  # text bars: readable in stored notebooks, no widget dependency
 
 from . import ROOT
-from .manifest import LESSONS, Lesson
+from .manifest import Lesson
 
 BUILD = ROOT / "build"
 README_BEGIN, README_END = "<!-- timing:begin -->", "<!-- timing:end -->"
@@ -105,20 +105,25 @@ def write_summary(table: pd.DataFrame, seed: int | None) -> Path:
     return path
 
 
+def replace_readme_block(begin: str, end: str, body: str, readme: Path = ROOT / "README.md") -> None:
+    """Replace what lies between the markers `begin` and `end` in the README with `body`."""
+    text = readme.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"readme: no {begin} ... {end} markers in {readme}")
+    readme.write_text(pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text), encoding="utf-8")
+
+
 def update_readme(table: pd.DataFrame, readme: Path = ROOT / "README.md") -> None:
     """Replace the README's timing table (between markers) with measured numbers."""
     import platform
     threads = __import__("torch").get_num_threads()
     shown = table[["lesson", "id", "seconds", "claims held"]]
-    block = (f"{README_BEGIN}\n" + shown.to_markdown(index=False)
-             + f"\n\nWhole course: {table['seconds'].sum():.0f} s; median lesson "
-             f"{table['seconds'].median():.1f} s (measured by `make timing` on {os.cpu_count()} "
-             f"CPU cores, torch threads: {threads}, Python {platform.python_version()}).\n{README_END}")
-    text = readme.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(README_BEGIN) + ".*?" + re.escape(README_END), re.S)
-    if not pattern.search(text):
-        raise ValueError(f"readme: no {README_BEGIN} ... {README_END} markers in {readme}")
-    readme.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
+    body = (shown.to_markdown(index=False)
+            + f"\n\nWhole course: {table['seconds'].sum():.0f} s; median lesson "
+            f"{table['seconds'].median():.1f} s (measured by `make timing` on {os.cpu_count()} "
+            f"CPU cores, torch threads: {threads}, Python {platform.python_version()}).")
+    replace_readme_block(README_BEGIN, README_END, body, readme)
 
 
 def store(lessons: list[Lesson], timeout: int = 600) -> None:

@@ -9,25 +9,14 @@ settings cannot make the test pass; the effective settings are read through Jupy
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from course_tools import ROOT, lab
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str, redirect: bool = True):
@@ -46,38 +35,15 @@ def _get(url: str, redirect: bool = True):
 def server(tmp_path_factory):
     lab.configure()  # what `make install` and `course lab` do; idempotent
     home = tmp_path_factory.mktemp("home")
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {**lab.environment(), "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+    env = {"HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
            "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
            "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
-    cmd = lab.command(["--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-                       f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"])
-    log = open(home / "lab.log", "w")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            if _get(f"{base}/api/status?token={token}")[0] == 200:
-                break
-        except OSError:
-            pass
-        time.sleep(0.5)
-    else:
-        proc.terminate()
-        pytest.fail("JupyterLab did not answer within 120 s")
-    if proc.poll() is not None:
-        pytest.fail("JupyterLab exited: " + (home / "lab.log").read_text()[-2000:])
-    yield base, token
-    proc.terminate()
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        with lab.serve(ROOT, home / "lab.log", env=env) as (base, token):
+            yield base, token
+    except RuntimeError as error:
+        pytest.fail(str(error))
 
 
 def _settings(server, plugin: str) -> dict:
