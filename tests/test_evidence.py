@@ -2,7 +2,6 @@
 its evidence cell states claims with `claim(...)`, and no cell prints a notebook-vs-library
 comparison without asserting it."""
 import json
-import math
 import re
 
 import nbformat
