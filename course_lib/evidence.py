@@ -78,8 +78,9 @@ def claim_close(statement: str, got, expected, atol: float = 1e-6) -> float:
     The comparison of a piece built in the open with its `course_lib` twin goes through here, so
     that it is asserted, never only printed.
     """
-    got = torch.as_tensor(got, dtype=torch.float64) if not isinstance(got, torch.Tensor) else got
-    expected = (torch.as_tensor(expected, dtype=torch.float64)
+    # torch.tensor copies: pandas' `.values` may be a read-only NumPy array
+    got = torch.tensor(got, dtype=torch.float64) if not isinstance(got, torch.Tensor) else got
+    expected = (torch.tensor(expected, dtype=torch.float64)
                 if not isinstance(expected, torch.Tensor) else expected)
     if got.shape != expected.shape:
         _record({"statement": statement, "value": math.inf, "op": "<=", "threshold": atol,

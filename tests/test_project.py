@@ -39,7 +39,8 @@ def test_lesson_follows_the_template(lesson):
     params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1 and re.search(r"^SEED = \d+", _src(params[0]), re.M)
     evidence = [c for c in code if "evidence" in c.metadata.get("tags", [])]
-    assert evidence and all(re.search(r"^\s*assert ", _src(c), re.M) for c in evidence)
+    assert evidence and all(re.search(r"\bclaim(_close)?\(|^\s*assert ", _src(c), re.M) for c in evidence), \
+        "an evidence cell states its claims (claim(...) or assert)"
     checked = [c for c in code if _src(c).startswith("# NBVAL_CHECK_OUTPUT")]
     assert len(checked) == 1 and checked[0].outputs, "one checked-output cell, stored executed"
     assert not any(o.get("output_type") == "error" for c in code for o in c.outputs)
