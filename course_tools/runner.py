@@ -130,6 +130,7 @@ def store(lessons: list[Lesson], timeout: int = 600) -> None:
     """Execute lessons in place (no papermill metadata) so the checked output is stored."""
     from nbclient import NotebookClient
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("TQDM_MININTERVAL", "3600")  # one bar line per loop in the stored outputs
     for lesson in tqdm(lessons, desc="store", unit="lesson"):
         nb = nbformat.read(lesson.notebook, as_version=4)
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
