@@ -83,3 +83,17 @@ def test_readme_has_the_generated_timing_table():
     for lesson in LESSONS:
         assert f"| {lesson.id}" in block.replace("  ", " ") or lesson.id in block, lesson.id
     assert "measured by `make timing`" in block
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[l.stem for l in LESSONS])
+def test_papermill_reads_every_parameter(lesson, caplog):
+    """papermill must parse every line of the parameters cell (a comment holding `=` or quotes
+    makes it warn "Unable to parse line" in every `make course` and lose that parameter)."""
+    from papermill.translators import PythonTranslator
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    with caplog.at_level("WARNING", logger="papermill"):
+        names = [p.name for p in PythonTranslator.inspect(cell)]
+    assert "SEED" in names
+    assert not [r.message for r in caplog.records if "Unable to parse" in r.getMessage()], \
+        [r.getMessage() for r in caplog.records]
