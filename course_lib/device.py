@@ -51,6 +51,11 @@ def limit_threads(threads: int = 1) -> int:
     only at a fixed thread count. `course sweep` sets COURSE_TORCH_THREADS=2 for one run, because
     another thread count rounds differently, as another CPU would: a claim must survive that.
     """
-    threads = int(os.environ.get("COURSE_TORCH_THREADS", threads))
+    threads = requested_threads(threads)
     torch.set_num_threads(threads)
     return threads
+
+
+def requested_threads(default: int = 1) -> int:
+    """`default`, unless COURSE_TORCH_THREADS asks for another torch thread count."""
+    return int(os.environ.get("COURSE_TORCH_THREADS", default))

@@ -40,7 +40,7 @@ from tqdm.std import tqdm  # text bars: readable in stored notebooks, no widget 
 from . import ROOT
 from .bert import BertConfig, BertForPreTraining
 from .corpus import Document, corpus_tokenizer, make_documents
-from .device import get_device, seed_everything
+from .device import get_device, requested_threads, seed_everything
 from .masking import IGNORE_INDEX, mask_tokens
 from .schedules import make_scheduler
 from .sentence_pairs import TASKS, consecutive_pairs, sample_pair
@@ -199,7 +199,7 @@ def cache_key(config: PretrainConfig, seed: int, num_threads: int = 1,
 def training_threads() -> int:
     """The torch threads pretraining uses: 1 (tiny matrices gain nothing from a second thread),
     unless COURSE_TORCH_THREADS says otherwise, as `course_lib.device.limit_threads` does."""
-    return int(os.environ.get("COURSE_TORCH_THREADS", 1))
+    return requested_threads(1)
 
 
 class PretrainResult(NamedTuple):

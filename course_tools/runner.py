@@ -69,25 +69,32 @@ def lesson_status(output_path: Path) -> tuple[str, str]:
     return "yes", ""
 
 
+def execute_lesson(lesson: Lesson, output: Path, parameters: dict, timeout: int) -> tuple[float, str, str]:
+    """Run one lesson with papermill into `output`; return (seconds, claims held, error).
+
+    The kernel inherits this process's environment (thread counts, the claims file of a sweep).
+    """
+    import papermill as pm
+    start = time.perf_counter()
+    try:
+        pm.execute_notebook(str(lesson.notebook), str(output), parameters=parameters,
+                            kernel_name="python3", progress_bar=False, execution_timeout=timeout,
+                            cwd=str(lesson.notebook.parent), kernel_manager_class=kernel_manager_class())
+    except Exception:  # the status below reads the failing cell from the output notebook
+        pass
+    seconds = time.perf_counter() - start
+    claims, error = lesson_status(output) if output.exists() else ("error", "no output written")
+    return seconds, claims, error
+
+
 def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 600,
                 out_dir: Path = BUILD / "notebooks") -> pd.DataFrame:
-    import papermill as pm
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # as in the tests: tiny models, reproducible bits
     parameters = {} if seed is None else {"SEED": seed}
     rows = []
     for lesson in tqdm(lessons, desc="lessons", unit="lesson"):
-        output = out_dir / lesson.notebook.name
-        start = time.perf_counter()
-        try:
-            pm.execute_notebook(str(lesson.notebook), str(output), parameters=parameters,
-                                kernel_name="python3", progress_bar=False,
-                                execution_timeout=timeout, cwd=str(lesson.notebook.parent),
-                                kernel_manager_class=kernel_manager_class())
-        except Exception:  # the status below reads the failing cell from the output notebook
-            pass
-        seconds = time.perf_counter() - start
-        claims, error = lesson_status(output) if output.exists() else ("error", "no output written")
+        seconds, claims, error = execute_lesson(lesson, out_dir / lesson.notebook.name, parameters, timeout)
         rows.append({"lesson": f"{lesson.number:02d}", "id": lesson.id, "seconds": round(seconds, 1),
                      "claims held": claims, "error": error})
     return pd.DataFrame(rows)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from tqdm.std import tqdm
 
 from . import ROOT
 from .manifest import Lesson
-from .runner import BUILD, kernel_manager_class, lesson_status, replace_readme_block
+from .runner import BUILD, execute_lesson, lesson_status, replace_readme_block
 
 SWEEP_BEGIN, SWEEP_END = "<!-- sweep:begin -->", "<!-- sweep:end -->"
 
@@ -35,40 +34,38 @@ class Run:
     seed: int
     threads: int = 1
 
+    def files(self, lesson: Lesson, out_dir: Path) -> tuple[Path, Path]:
+        """Where this run of `lesson` writes its executed notebook and its claims."""
+        stem = f"{lesson.stem}__{self.name.replace(' ', '').replace(',', '_')}"
+        return out_dir / f"{stem}.ipynb", out_dir / f"{stem}.claims.jsonl"
+
+
+def _read_claims(claims_file: Path) -> list[dict]:
+    if not claims_file.exists():
+        return []
+    return [json.loads(line) for line in claims_file.read_text(encoding="utf-8").splitlines()]
+
 
 DEFAULT_RUNS = [Run(f"seed {s}", s) for s in range(5)] + [Run("seed 1, 2 threads", 1, threads=2)]
 
 
 def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dict, list[dict]]:
-    import papermill as pm
-    slug = run.name.replace(" ", "").replace(",", "_")
-    output = out_dir / f"{lesson.stem}__{slug}.ipynb"
-    claims_file = out_dir / f"{lesson.stem}__{slug}.claims.jsonl"
+    output, claims_file = run.files(lesson, out_dir)
     claims_file.unlink(missing_ok=True)
     # The kernel inherits these: the claims file, and the thread count for torch and OpenMP.
     env = {"COURSE_CLAIMS_FILE": str(claims_file), "COURSE_TORCH_THREADS": str(run.threads),
            "OMP_NUM_THREADS": str(run.threads), "TQDM_MININTERVAL": "3600"}
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
-    start = time.perf_counter()
     try:
-        pm.execute_notebook(str(lesson.notebook), str(output), parameters={"SEED": run.seed},
-                            kernel_name="python3", progress_bar=False, execution_timeout=timeout,
-                            cwd=str(lesson.notebook.parent), kernel_manager_class=kernel_manager_class())
-    except Exception:  # the status below reads the failing cell from the output notebook
-        pass
+        seconds, status, error = execute_lesson(lesson, output, {"SEED": run.seed}, timeout)
     finally:
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-    seconds = time.perf_counter() - start
-    status, error = lesson_status(output) if output.exists() else ("error", "no output written")
-    claims = []
-    if claims_file.exists():
-        for line in claims_file.read_text(encoding="utf-8").splitlines():
-            claims.append(json.loads(line))
+    claims = _read_claims(claims_file)
     base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
     summary = {**base, "seconds": round(seconds, 1), "claims held": status,
                "claims recorded": len(claims), "error": error}
@@ -164,12 +161,9 @@ def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS,
     summaries, claims = [], []
     for lesson in lessons:
         for run in runs:
-            slug = run.name.replace(" ", "").replace(",", "_")
-            output = out_dir / f"{lesson.stem}__{slug}.ipynb"
-            claims_file = out_dir / f"{lesson.stem}__{slug}.claims.jsonl"
+            output, claims_file = run.files(lesson, out_dir)
             status, error = lesson_status(output) if output.exists() else ("not run", "")
-            found = ([json.loads(line) for line in claims_file.read_text(encoding="utf-8").splitlines()]
-                     if claims_file.exists() else [])
+            found = _read_claims(claims_file)
             base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
             summaries.append({**base, "seconds": float("nan"), "claims held": status,
                               "claims recorded": len(found), "error": error})
