@@ -71,6 +71,21 @@ LESSONS: list[Lesson] = [
     Lesson(17, "pretraining-loss", "What loss does BERT pretrain with?", "BERT训练过程中的损失函数"),
     Lesson(18, "pretrained-parity", "Is our BERT the real BERT?", "我们的BERT和真正的BERT一样吗？",
            has_exercise=False),
+    Lesson(19, "cls-vs-pooling",
+           "Why does BERT put [CLS] first, and is its vector the best sentence representation?",
+           "为什么BERT在第一句前会加一个[CLS]标志？"),
+    Lesson(20, "bidirectional", "BERT vs GPT vs ELMo: what does \"bidirectional\" mean?",
+           "GPT、ELMo、BERT有什么区别？"),
+    Lesson(21, "long-text", "BERT takes at most 512 tokens: how do you handle longer documents?",
+           "在BERT应用中，如何解决长文本问题？"),
+    Lesson(22, "transformer-xl", "How does Transformer-XL see past the segment boundary?",
+           "Transformer-XL的片段递归和相对位置编码是怎么做的？"),
+    Lesson(23, "bert-family", "RoBERTa, ALBERT, T5, XLNet: what did each change?",
+           "RoBERTa、ALBERT、T5、XLNet各自改了什么？"),
+    Lesson(24, "distillation", "How does knowledge distillation work, and why the temperature?",
+           "模型蒸馏如何进行？"),
+    Lesson(25, "fast-inference", "How do you make BERT inference fast on a CPU?",
+           "有哪些方法减小模型、加快预测？"),
 ]
 
 
