@@ -1,0 +1,201 @@
+"""Knowledge distillation (lesson 24): soft targets with a temperature, the T² factor, a
+half-depth student initialised from the teacher's layers (DistilBERT), and PKD's
+intermediate-layer matching (skip vs last).
+
+Soft targets (Hinton, Vinyals & Dean 2015). Divide both models' logits by a temperature T,
+soften them with a softmax and make the student's distribution match the teacher's:
+
+    p_t = softmax(t / T),  p_s = softmax(s / T)
+    soft loss = T² · KL(p_t || p_s), averaged over the rows of the batch
+
+Hinton et al. write the cross-entropy H(p_t, p_s); it differs from the KL divergence by the
+teacher's entropy, a constant for the student, so the gradients are the same. We use the KL
+divergence (as DistilBERT and `F.kl_div` do): it is 0 when the student matches the teacher.
+The gradient with respect to one student logit is (p_s - p_t) / (T · B): it shrinks with T, as
+1/T² when T is large compared with the logits. Multiplying by T² keeps the soft term's gradient
+of the same size whatever T, so that changing T does not silently re-weight it against the
+hard-label term:
+
+    loss = alpha · soft loss + (1 - alpha) · cross-entropy(s, labels)      (at T = 1)
+
+Students. DistilBERT keeps the width and halves the depth, and initialises the student from
+the teacher by "taking one layer out of two" (`student_from_teacher`; the released extraction
+script picked layers 0, 2, 4, 7, 9, 11 of BERT-base, so the last layer is kept too). Patient KD
+(Sun et al. 2019) also makes the student's [CLS] vectors at its intermediate layers match the
+teacher's, normalised, at layers chosen every few layers ("skip") or the last ones ("last")
+(`pkd_layer_map`, `pkd_loss`).
+"""
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .bert import BertConfig, BertModel
+from .validation import require_rank, require_tensor, shape_str
+
+
+def _check_logits(student_logits, teacher_logits):
+    require_rank("student_logits", student_logits, min_rank=2, layout="(..., num_classes)")
+    require_tensor("teacher_logits", teacher_logits)
+    if teacher_logits.shape != student_logits.shape:
+        raise ValueError(f"teacher_logits: expected shape {shape_str(student_logits)} like "
+                         f"student_logits, got {shape_str(teacher_logits)}")
+
+
+def _check_temperature(temperature):
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+            or not temperature > 0:
+        raise ValueError(f"temperature: expected a number > 0, got {temperature!r}")
+
+
+def soft_target_loss(student_logits, teacher_logits, temperature: float = 1.0,
+                     scale_by_t2: bool = True) -> torch.Tensor:
+    """T² · KL(softmax(teacher / T) || softmax(student / T)), mean over rows; a 0-d tensor.
+
+    student_logits, teacher_logits: (..., C), the same shape; every leading position is a row.
+    The teacher is a fixed target: no gradient flows into `teacher_logits`.
+    scale_by_t2=False leaves out the T² factor (to measure what it is for).
+    """
+    _check_logits(student_logits, teacher_logits)
+    _check_temperature(temperature)
+    C = student_logits.shape[-1]
+    log_p_s = F.log_softmax(student_logits.reshape(-1, C) / temperature, dim=-1)       # (N, C)
+    log_p_t = F.log_softmax(teacher_logits.detach().reshape(-1, C) / temperature, dim=-1)
+    # "batchmean": sum over classes, mean over rows (reduction="mean" would also divide by C)
+    kl = F.kl_div(log_p_s, log_p_t, reduction="batchmean", log_target=True)
+    return kl * temperature ** 2 if scale_by_t2 else kl
+
+
+def distillation_loss(student_logits, teacher_logits, labels, temperature: float = 2.0,
+                      alpha: float = 0.5, scale_by_t2: bool = True) -> torch.Tensor:
+    """alpha · soft_target_loss(T) + (1 - alpha) · cross_entropy(student_logits, labels).
+
+    student_logits, teacher_logits: (B, C); labels: (B,) class ids (the hard labels, at T = 1).
+    """
+    _check_logits(student_logits, teacher_logits)
+    require_rank("student_logits", student_logits, rank=2, layout="(B, num_classes)")
+    require_rank("labels", labels, rank=1, layout="(B,)")
+    if labels.shape[0] != student_logits.shape[0]:
+        raise ValueError(f"labels: expected shape ({student_logits.shape[0]},) like the batch of "
+                         f"student_logits {shape_str(student_logits)}, got {shape_str(labels)}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
+        raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}")
+    soft = soft_target_loss(student_logits, teacher_logits, temperature, scale_by_t2)
+    hard = F.cross_entropy(student_logits, labels)
+    return alpha * soft + (1 - alpha) * hard
+
+
+# -- students --------------------------------------------------------------------------------
+
+def every_other_layer(num_layers: int) -> list[int]:
+    """DistilBERT's choice, "one layer out of two": [0, 2, 4, ...] of `num_layers` layers."""
+    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 2:
+        raise ValueError(f"num_layers: expected an int >= 2, got {num_layers!r}")
+    return list(range(0, num_layers, 2))
+
+
+def student_from_teacher(teacher: BertModel, layers: list[int] | None = None) -> BertModel:
+    """A BertModel as wide as `teacher`, with copies of the teacher's layers `layers` (0-based,
+    increasing; default `every_other_layer`), its embeddings and its pooler.
+
+    The student owns its weights (copies): training it leaves the teacher unchanged.
+    """
+    if not isinstance(teacher, BertModel):
+        raise ValueError(f"teacher: expected a course_lib.bert.BertModel, got {type(teacher).__name__}")
+    n = teacher.config.num_hidden_layers
+    layers = every_other_layer(n) if layers is None else list(layers)
+    if not layers or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
+                         for i in layers) or layers != sorted(set(layers)):
+        raise ValueError(f"layers: expected increasing distinct layer indices in [0, {n}), "
+                         f"got {layers!r}")
+    config = BertConfig(**{**teacher.config.to_dict(), "num_hidden_layers": len(layers)})
+    student = BertModel(config).to(next(teacher.parameters()).device)
+    student.embeddings.load_state_dict(teacher.embeddings.state_dict())
+    student.pooler.load_state_dict(teacher.pooler.state_dict())
+    for mine, theirs in zip(student.layers, layers):
+        mine.load_state_dict(teacher.layers[theirs].state_dict())
+    return student
+
+
+def pkd_layer_map(teacher_layers: int, student_layers: int, strategy: str = "skip") -> list[int]:
+    """The teacher layers (1-based, as indices into BertModel's `hidden_states`) that PKD
+    matches to the student's layers 1 .. student_layers - 1 (the last layer is trained by the
+    soft-target loss on the logits).
+
+    "skip": every teacher_layers / student_layers layers (12 -> 6: [2, 4, 6, 8, 10]);
+    "last": the last ones before the top (12 -> 6: [7, 8, 9, 10, 11]).
+    """
+    for name, value in (("teacher_layers", teacher_layers), ("student_layers", student_layers)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}: expected a positive int, got {value!r}")
+    if student_layers > teacher_layers:
+        raise ValueError(f"student_layers: expected at most teacher_layers={teacher_layers}, "
+                         f"got {student_layers}")
+    if strategy == "skip":
+        if teacher_layers % student_layers:
+            raise ValueError(f"teacher_layers={teacher_layers} must be divisible by "
+                             f"student_layers={student_layers} for the skip strategy")
+        step = teacher_layers // student_layers
+        return [step * j for j in range(1, student_layers)]
+    if strategy == "last":
+        return [teacher_layers - student_layers + j for j in range(1, student_layers)]
+    raise ValueError(f"strategy: expected 'skip' or 'last', got {strategy!r}")
+
+
+def pkd_loss(student_hidden, teacher_hidden) -> torch.Tensor:
+    """PKD's patient loss: sum over matched layers of the squared distance between the
+    L2-normalised [CLS] vectors, mean over the batch; a 0-d tensor.
+
+    student_hidden, teacher_hidden: sequences (one entry per matched layer) of (B, H) [CLS]
+    vectors, or (B, T, H) hidden states whose position 0 is taken. The teacher is a fixed target.
+    """
+    if len(student_hidden) != len(teacher_hidden) or not len(student_hidden):
+        raise ValueError(f"student_hidden: expected as many layers as teacher_hidden "
+                         f"({len(teacher_hidden)}), at least one, got {len(student_hidden)}")
+    total = 0.0
+    for i, (s, t) in enumerate(zip(student_hidden, teacher_hidden)):
+        require_tensor(f"student_hidden[{i}]", s)
+        require_tensor(f"teacher_hidden[{i}]", t)
+        if s.shape != t.shape or s.dim() not in (2, 3):
+            raise ValueError(f"student_hidden[{i}]: expected (B, H) or (B, T, H) like "
+                             f"teacher_hidden[{i}] {shape_str(t)}, got {shape_str(s)}")
+        if s.dim() == 3:
+            s, t = s[:, 0], t[:, 0]                                      # [CLS]: (B, H)
+        diff = F.normalize(s, dim=-1) - F.normalize(t.detach(), dim=-1)
+        total = total + diff.pow(2).sum(-1).mean()
+    return total
+
+
+class BertClassifier(nn.Module):
+    """BertModel + a linear layer on the pooled [CLS] vector: (B, T) ids -> (B, num_labels).
+
+    `forward(..., output_hidden_states=True)` also returns BertModel's hidden states (for PKD).
+    """
+
+    def __init__(self, bert: BertModel, num_labels: int):
+        super().__init__()
+        if not isinstance(bert, BertModel):
+            raise ValueError(f"bert: expected a course_lib.bert.BertModel, got {type(bert).__name__}")
+        self.bert = bert
+        self.classifier = nn.Linear(bert.config.hidden_size, num_labels)
+
+    def forward(self, input_ids, attention_mask=None, output_hidden_states: bool = False):
+        if output_hidden_states:
+            _, pooled, extras = self.bert(input_ids, attention_mask=attention_mask,
+                                          output_hidden_states=True)
+            return self.classifier(pooled), extras["hidden_states"]
+        _, pooled = self.bert(input_ids, attention_mask=attention_mask)
+        return self.classifier(pooled)                                   # (B, num_labels)
+
+
+def classifier_student(teacher: BertClassifier, layers: list[int] | None = None) -> BertClassifier:
+    """`student_from_teacher` for a classifier: the chosen layers and a copy of its head."""
+    if not isinstance(teacher, BertClassifier):
+        raise ValueError(f"teacher: expected a BertClassifier, got {type(teacher).__name__}")
+    student = BertClassifier(student_from_teacher(teacher.bert, layers),
+                             teacher.classifier.out_features)
+    student.classifier = copy.deepcopy(teacher.classifier)
+    return student
