@@ -32,10 +32,11 @@ def check_rel_shift(fn, rng):
             if torch.allclose(got_visible, x.masked_fill(~visible, 0), atol=1e-6):
                 raise CheckFailed(f"[{name}] you returned x unshifted: row i must move left by "
                                   f"Q - 1 - i columns so that column j holds distance (i + K - Q) - j")
-            i, j = Q - 1, 0
-            raise CheckFailed(f"[{name}] the last query (i={i}) at key j={j} should hold x[..., {i}, "
-                              f"{j + Q - 1 - i}] (distance {i + K - Q}); compare row by row: row i "
-                              f"shifts left by Q - 1 - i")
+            wrong = ((got_visible - want_visible).abs() > 1e-6).reshape(-1, Q, K).any(0)
+            i, j = (int(v) for v in torch.nonzero(wrong)[0])
+            raise CheckFailed(f"[{name}] query i={i}, key j={j} should hold x[..., {i}, {j + Q - 1 - i}] "
+                              f"(distance {i + K - Q - j}); row i moves left by Q - 1 - i = {Q - 1 - i} "
+                              f"columns")
         expect_close(name, got_visible, want_visible, atol=1e-6,
                      name="rel_shift(x) on the visible entries (j <= i + K - Q)")
 
