@@ -2,6 +2,13 @@
 
 Masks are boolean and mean "may attend" (True) - the convention of
 `torch.nn.functional.scaled_dot_product_attention` - and broadcast to (..., T_q, T_k).
+
+Two paths compute the same thing. `scaled_dot_product_attention` below is the formula written
+out: it materialises the (T_q, T_k) weights, which lessons 01-12 look at. When nobody asks for
+the weights (`MultiHeadAttention(..., need_weights=False)`, as the Transformer and BERT layers
+do unless attentions are requested), PyTorch's fused
+`torch.nn.functional.scaled_dot_product_attention` computes the output without keeping them -
+what Hugging Face's `attn_implementation="sdpa"` does too.
 """
 from __future__ import annotations
 
@@ -67,6 +74,13 @@ class MultiHeadAttention(nn.Module):
 
     Member names (`q_proj`, `k_proj`, `v_proj`, `out_proj`) follow Hugging Face and let a
     test copy weights from `torch.nn.MultiheadAttention`.
+
+    forward(query, key, value, mask=None, need_weights=True) -> (output, weights).
+    need_weights=True runs the course's `scaled_dot_product_attention` and returns the weights
+    (B, n_heads, T_q, T_k); need_weights=False (as in `torch.nn.MultiheadAttention`) runs
+    PyTorch's fused kernel and returns None for the weights. The outputs agree to float
+    rounding; with dropout (training) both drop attention probabilities at the same rate,
+    from different random draws.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
@@ -80,7 +94,7 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = dropout  # on the attention weights, as in BERT and nn.MultiheadAttention
 
-    def forward(self, query, key, value, mask=None):
+    def forward(self, query, key, value, mask=None, need_weights: bool = True):
         for name, x in (("query", query), ("key", key), ("value", value)):
             require_rank(name, x, rank=3, layout="(B, T, d_model)")
             require_size(name, x, -1, self.d_model, "d_model")
@@ -96,6 +110,12 @@ class MultiHeadAttention(nn.Module):
             B, T_q, T_k = query.shape[0], query.shape[1], key.shape[1]
             require_bool_mask("mask", mask, (B, self.n_heads, T_q, T_k), "(B, n_heads, T_q, T_k)")
         dropout_p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
+        if need_weights:
+            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
+        else:
+            # Same convention (bool, True = may attend; a fully masked query row gives zeros),
+            # but the (T_q, T_k) weights are never stored.
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+            weights = None
         out = self.out_proj(merge_heads(out))                # (B, T_q, d_model)
         return out, weights                                  # weights: (B, n_heads, T_q, T_k)

@@ -7,6 +7,12 @@ sites differ (see `bert_layer`). Parameter names follow Hugging Face where the m
 BERT's own (`embeddings.word_embeddings`, `LayerNorm`, `pooler.dense`), and Part II's names
 inside the layers (`layers.N.self_attn.q_proj`, `linear1`, `norm2`, ...);
 `BertModel.from_hf_state_dict` translates one into the other.
+
+Speed: BERT runs on PyTorch's fused kernels - `torch.nn.functional.scaled_dot_product_attention`
+unless attention weights are requested (then the course's explicit attention), and
+`nn.LayerNorm` / `nn.GELU`, which lessons 07 and 10 prove equal to the formulas written out in
+`course_lib.layernorm` and `course_lib.activations`. `course bench` compares the result with
+Hugging Face's `BertModel`.
 """
 from __future__ import annotations
 
@@ -19,13 +25,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .activations import get_activation
 from .layernorm import LayerNorm
 from .masking import IGNORE_INDEX
 from .transformer import EncoderLayer, padding_mask
 from .validation import require_divisible, require_rank, shape_str
 
-# Hugging Face activation names -> the course's (`course_lib.activations.get_activation`).
+# Hugging Face activation names -> the course's (`course_lib.activations.get_activation` names).
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                    "relu": "relu"}
 
@@ -96,7 +101,7 @@ class BertEmbeddings(nn.Module):
         self.word_embeddings = nn.Embedding(config.vocab_size, H, padding_idx=config.pad_token_id)
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, H)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, H)
-        self.LayerNorm = LayerNorm(H, eps=config.layer_norm_eps)
+        self.LayerNorm = nn.LayerNorm(H, eps=config.layer_norm_eps)  # fused; see bert_layer
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids, token_type_ids=None):
@@ -127,6 +132,12 @@ def bert_layer(config: BertConfig) -> EncoderLayer:
 
     Two differences from `nn.TransformerEncoderLayer`-style dropout: BERT drops attention
     probabilities with its own rate, and has no dropout between the two FFN matrices.
+
+    Speed: the layer's LayerNorms and GELU are PyTorch's fused kernels (`nn.LayerNorm`,
+    `nn.GELU`), the same functions as `course_lib.layernorm.LayerNorm` and
+    `course_lib.activations.GELU` (lessons 07 and 10 prove them equal; the parameter names
+    `weight`/`bias` are the same). The written-out formulas read the activations 5-8 times
+    each; in BERT they made the whole model ~25% slower than Hugging Face's.
     """
     layer = EncoderLayer(config.hidden_size, config.num_attention_heads, config.intermediate_size,
                          dropout=config.hidden_dropout_prob,
@@ -134,7 +145,18 @@ def bert_layer(config: BertConfig) -> EncoderLayer:
                          layer_norm_eps=config.layer_norm_eps)
     layer.self_attn.dropout = config.attention_probs_dropout_prob
     layer.dropout = nn.Identity()
+    layer.activation = _fused_activation(config.hidden_act)
+    layer.norm1 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+    layer.norm2 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
     return layer
+
+
+def _fused_activation(hidden_act: str) -> nn.Module:
+    """PyTorch's module for a Hugging Face activation name (one fused kernel)."""
+    name = _HF_ACTIVATIONS[hidden_act]
+    if name == "relu":
+        return nn.ReLU()
+    return nn.GELU(approximate="tanh" if name == "gelu_tanh" else "none")
 
 
 class BertPooler(nn.Module):
@@ -177,12 +199,19 @@ class BertModel(nn.Module):
                 raise ValueError(f"attention_mask: expected shape {shape_str(input_ids)} (B, T) "
                                  f"like input_ids, got {shape_str(attention_mask)}")
             mask = padding_mask(attention_mask)                          # (B, 1, 1, T)
+            if mask.all():
+                # No padding: every key is allowed, so no mask at all. The fused kernel is
+                # faster without one (Hugging Face's SDPA path makes the same choice).
+                mask = None
         x = self.embeddings(input_ids, token_type_ids)                   # (B, T, H)
         hidden_states, attentions = [x], []
         for layer in self.layers:
-            x, weights = layer(x, mask, return_attention=True)           # weights (B, nh, T, T)
+            if output_attentions:                                        # the explicit path
+                x, weights = layer(x, mask, return_attention=True)       # weights (B, nh, T, T)
+                attentions.append(weights)
+            else:                                                        # the fused kernel
+                x = layer(x, mask)
             hidden_states.append(x)
-            attentions.append(weights)
         pooled = self.pooler(x)
         if not (output_hidden_states or output_attentions):
             return x, pooled
@@ -262,7 +291,7 @@ def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
         if module.padding_idx is not None:
             with torch.no_grad():
                 module.weight[module.padding_idx].zero_()
-    elif isinstance(module, LayerNorm):
+    elif isinstance(module, (LayerNorm, nn.LayerNorm)):
         nn.init.ones_(module.weight)
         nn.init.zeros_(module.bias)
 
@@ -280,8 +309,8 @@ class BertLMHead(nn.Module):
         super().__init__()
         H, V = config.hidden_size, config.vocab_size
         self.dense = nn.Linear(H, H)
-        self.activation = get_activation(_HF_ACTIVATIONS[config.hidden_act])
-        self.LayerNorm = LayerNorm(H, eps=config.layer_norm_eps)
+        self.activation = _fused_activation(config.hidden_act)          # see bert_layer
+        self.LayerNorm = nn.LayerNorm(H, eps=config.layer_norm_eps)
         self.decoder = nn.Linear(H, V, bias=False)
         self.decoder.weight = word_embeddings.weight                   # tied
         self.bias = nn.Parameter(torch.zeros(V))

@@ -104,21 +104,23 @@ class EncoderLayer(nn.Module):
         """x: (B, T, d_model); mask: bool, broadcastable to (B, n_heads, T, T), True = may attend.
 
         Returns x (B, T, d_model), or (x, weights (B, n_heads, T, T)) if return_attention.
+        Without return_attention the attention runs PyTorch's fused kernel (no weights kept).
         """
         _check_input("x", x, self.d_model)
         _check_mask("mask", mask, x.shape[0], self.n_heads, x.shape[1], x.shape[1])
         if self.norm_first:
-            a, weights = self._sa_block(self.norm1(x), mask)
+            a, weights = self._sa_block(self.norm1(x), mask, return_attention)
             x = x + a
             x = x + self._ff_block(self.norm2(x))
         else:
-            a, weights = self._sa_block(x, mask)
+            a, weights = self._sa_block(x, mask, return_attention)
             x = self.norm1(x + a)
             x = self.norm2(x + self._ff_block(x))
         return (x, weights) if return_attention else x
 
-    def _sa_block(self, x, mask):
-        out, weights = self.self_attn(x, x, x, mask=mask)  # (B, T, d_model), (B, n_heads, T, T)
+    def _sa_block(self, x, mask, need_weights):
+        # (B, T, d_model), and (B, n_heads, T, T) weights or None
+        out, weights = self.self_attn(x, x, x, mask=mask, need_weights=need_weights)
         return self.dropout1(out), weights
 
     def _ff_block(self, x):
@@ -177,11 +179,12 @@ class DecoderLayer(nn.Module):
         return x
 
     def _sa_block(self, x, mask):
-        return self.dropout1(self.self_attn(x, x, x, mask=mask)[0])
+        return self.dropout1(self.self_attn(x, x, x, mask=mask, need_weights=False)[0])
 
     def _ca_block(self, x, memory, mask):
         # queries from the decoder, keys and values from the encoder output
-        return self.dropout2(self.multihead_attn(x, memory, memory, mask=mask)[0])
+        return self.dropout2(self.multihead_attn(x, memory, memory, mask=mask,
+                                                 need_weights=False)[0])
 
     def _ff_block(self, x):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
@@ -225,8 +228,11 @@ class TransformerEncoder(nn.Module):
         (B, n_heads, T, T) weights, one per layer."""
         weights = []
         for layer in self.layers:
-            x, w = layer(x, mask, return_attention=True)
-            weights.append(w)
+            if return_attention:
+                x, w = layer(x, mask, return_attention=True)
+                weights.append(w)
+            else:
+                x = layer(x, mask)
         if self.norm is not None:
             x = self.norm(x)
         return (x, weights) if return_attention else x
@@ -403,9 +409,10 @@ class CausalLM(nn.Module):
         if attention_mask is not None:
             mask = mask & _sequence_mask("attention_mask", attention_mask, input_ids)  # (B,1,T,T)
         x = self.embed_dropout(self.pos(self.embed(input_ids)))             # (B, T, d_model)
-        x, weights = self.blocks(x, mask, return_attention=True)
-        logits = self.lm_head(x)                                            # (B, T, vocab_size)
-        return (logits, weights) if return_attention else logits
+        if return_attention:
+            x, weights = self.blocks(x, mask, return_attention=True)
+            return self.lm_head(x), weights                                 # (B, T, vocab_size)
+        return self.lm_head(self.blocks(x, mask))                           # (B, T, vocab_size)
 
     @torch.no_grad()
     def generate(self, input_ids, max_new_tokens: int):

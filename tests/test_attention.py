@@ -87,3 +87,47 @@ def test_multi_head_gradients_flow_to_every_projection():
     mha(x, x, x)[0].pow(2).sum().backward()
     for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
         assert getattr(mha, name).weight.grad.abs().sum() > 0, name
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "padding", "causal", "causal+padding", "fully-masked-row"])
+def test_need_weights_false_runs_the_fused_kernel_with_the_same_output(mask_kind):
+    """need_weights=False (torch.nn.MultiheadAttention's name) returns no weights and the same
+    output as the explicit path, for every mask convention the course uses."""
+    torch.manual_seed(4)
+    mha = MultiHeadAttention(d_model=24, n_heads=3).eval()
+    B, T = 4, 6
+    x = torch.randn(B, T, 24)
+    keep = torch.ones(B, T, dtype=torch.bool)
+    keep[1, 4:] = False
+    keep[2, 1:] = False                                       # one real token
+    mask = {"none": None,
+            "padding": keep[:, None, None, :],
+            "causal": torch.ones(T, T, dtype=torch.bool).tril(),
+            "causal+padding": keep[:, None, None, :] & torch.ones(T, T, dtype=torch.bool).tril(),
+            "fully-masked-row": keep[:, None, :, None] & keep[:, None, None, :]}[mask_kind]
+    out, weights = mha(x, x, x, mask)                         # the default keeps the weights
+    assert weights.shape == (B, 3, T, T)
+    fast, none = mha(x, x, x, mask, need_weights=False)
+    assert none is None
+    torch.testing.assert_close(fast, out, atol=1e-6, rtol=0)
+    if mask_kind == "fully-masked-row":                       # padded queries: zero attention
+        torch.testing.assert_close(fast[1, 4:], mha.out_proj.bias.expand(2, 24), atol=1e-6, rtol=0)
+
+
+def test_need_weights_false_gradients_and_dropout():
+    torch.manual_seed(5)
+    mha = MultiHeadAttention(d_model=16, n_heads=2)
+    x = torch.randn(2, 5, 16)
+    grads = []
+    for need in (True, False):
+        mha.zero_grad()
+        mha(x, x, x, need_weights=need)[0].pow(2).sum().backward()
+        grads.append([p.grad.clone() for p in mha.parameters()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+    # dropout on the attention probabilities in training only, on both paths
+    mha.dropout = 0.5
+    mha.train()
+    assert not torch.equal(mha(x, x, x, need_weights=False)[0], mha(x, x, x, need_weights=False)[0])
+    mha.eval()
+    torch.testing.assert_close(mha(x, x, x, need_weights=False)[0], mha(x, x, x)[0], atol=1e-6, rtol=0)

@@ -268,3 +268,97 @@ def test_pretraining_heads_equal_hugging_face():
     assert (out.prediction_logits - ref.prediction_logits)[real].abs().max() < 1e-5
     assert (out.seq_relationship_logits - ref.seq_relationship_logits).abs().max() < 1e-5
     assert abs(out.loss.item() - ref.loss.item()) < 1e-5
+
+
+# ---------------------------------------------------------------------- the fast path
+
+def test_fast_path_equals_explicit_path_and_hugging_face_sdpa(minilm):
+    """Without output_attentions the model runs PyTorch's fused attention; with it, the
+    course's explicit attention. Both equal Hugging Face's SDPA BertModel on real tokens."""
+    from transformers import BertModel as HFBertModel
+
+    hf_sdpa = HFBertModel.from_pretrained(str(minilm_path()), attn_implementation="sdpa").eval()
+    model, tok = minilm
+    batch = tok(TEXTS, PAIRS)
+    real = batch["attention_mask"].bool()
+    with torch.no_grad():
+        fast, fast_pooled = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        slow, _, extras = model(batch["input_ids"], batch["token_type_ids"],
+                                batch["attention_mask"], output_attentions=True)
+        ref = hf_sdpa(**batch)
+    assert len(extras["attentions"]) == 6
+    assert (fast - slow)[real].abs().max().item() <= 1e-5
+    assert (fast - ref.last_hidden_state)[real].abs().max().item() <= 1e-5
+    assert (fast_pooled - ref.pooler_output).abs().max().item() <= 1e-5
+    # hidden states without attentions come from the fast path too
+    _, _, hs = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                     output_hidden_states=True)
+    assert "attentions" not in hs and torch.equal(hs["hidden_states"][-1], fast)
+
+
+def test_fast_path_never_builds_weights_and_drops_an_all_ones_mask(minilm, monkeypatch):
+    import course_lib.attention as attention
+
+    model, tok = minilm
+    calls, masks = [], []
+    explicit, fused = attention.scaled_dot_product_attention, F.scaled_dot_product_attention
+    monkeypatch.setattr(attention, "scaled_dot_product_attention",
+                        lambda *a, **k: calls.append(1) or explicit(*a, **k))
+    monkeypatch.setattr(attention.F, "scaled_dot_product_attention",
+                        lambda *a, attn_mask=None, **k: masks.append(attn_mask) or
+                        fused(*a, attn_mask=attn_mask, **k))
+    batch = tok(["one sentence without padding"])
+    with torch.no_grad():
+        a = model(batch["input_ids"], attention_mask=batch["attention_mask"])[0]
+        assert calls == [] and len(masks) == 6 and all(m is None for m in masks)
+        b = model(batch["input_ids"], attention_mask=batch["attention_mask"], output_attentions=True)[0]
+        assert len(calls) == 6
+        padded = tok(["one sentence", "one sentence without padding"])
+        masks.clear()
+        model(padded["input_ids"], attention_mask=padded["attention_mask"])
+        assert len(masks) == 6 and masks[0].shape == (2, 1, 1, padded["input_ids"].shape[1])
+    assert (a - b).abs().max().item() <= 1e-5
+
+
+def test_training_mode_drops_attention_probabilities_on_the_fast_path(monkeypatch):
+    import course_lib.attention as attention
+
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16,
+                        attention_probs_dropout_prob=0.25)
+    model = BertModel(config)
+    seen = []
+    fused = F.scaled_dot_product_attention
+    monkeypatch.setattr(attention.F, "scaled_dot_product_attention",
+                        lambda *a, dropout_p=0.0, **k: seen.append(dropout_p) or
+                        fused(*a, dropout_p=dropout_p, **k))
+    ids = torch.randint(0, 50, (2, 8))
+    model.train()(ids)
+    model.eval()(ids)
+    assert seen == [0.25, 0.25, 0.0, 0.0]
+
+
+def test_fused_norms_and_gelu_equal_the_course_formulas(minilm):
+    """BERT's layers use nn.LayerNorm / nn.GELU for speed; swapping in the written-out
+    course modules (lessons 07, 10) gives the same hidden states."""
+    import copy
+
+    from course_lib.activations import GELU
+    from course_lib.layernorm import LayerNorm
+
+    model, tok = minilm
+    assert isinstance(model.layers[0].norm1, torch.nn.LayerNorm)
+    assert isinstance(model.layers[0].activation, torch.nn.GELU)
+    written = copy.deepcopy(model)
+    for layer in written.layers:
+        for name in ("norm1", "norm2"):
+            fused = getattr(layer, name)
+            norm = LayerNorm(fused.normalized_shape, eps=fused.eps)
+            norm.load_state_dict(fused.state_dict())
+            setattr(layer, name, norm)
+        layer.activation = GELU("none")
+    batch = tok(TEXTS[:2])
+    real = batch["attention_mask"].bool()
+    with torch.no_grad():
+        diff = (model(**batch)[0] - written(**batch)[0])[real].abs().max().item()
+    assert diff <= 1e-5
