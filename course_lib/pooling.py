@@ -1,0 +1,74 @@
+"""From token vectors to one sentence vector (lesson 19): [CLS], mean and max pooling.
+
+BERT's encoder returns one vector per token, `hidden_states` (B, T, H). A sentence-level head
+needs one vector per sentence (B, H). Three ways:
+
+- `cls_pooling`: the vector at position 0, the [CLS] slot. It holds whatever training made
+  it hold (BERT's NSP head reads it; MiniLM's sentence training did not).
+- `mean_pooling`: the average of the real tokens' vectors. Padding is excluded: padded
+  positions still carry vectors (they attend to the real tokens), so averaging them in would
+  change a sentence's vector with the batch it was padded in.
+- `max_pooling`: the element-wise maximum over the real tokens.
+
+`attention_mask` is (B, T) with 1 (or True) for a token and 0 for padding, Hugging Face's
+convention. A row with no token at all (all padding) pools to a vector of zeros in
+`mean_pooling` and `max_pooling` — defined, never NaN. sentence-transformers gives the same
+zeros for the mean (it divides by max(count, 1e-9)).
+"""
+from __future__ import annotations
+
+import torch
+
+from .validation import require_rank, shape_str
+
+
+def _check(hidden_states, attention_mask) -> torch.Tensor:
+    """Validate and return the mask as a float (B, T, 1) tensor of 0/1."""
+    require_rank("hidden_states", hidden_states, 3, layout="(B, T, H)")
+    require_rank("attention_mask", attention_mask, 2, layout="(B, T)")
+    if tuple(attention_mask.shape) != tuple(hidden_states.shape[:2]):
+        raise ValueError(f"attention_mask: expected shape {tuple(hidden_states.shape[:2])} (B, T) "
+                         f"like hidden_states' first two dims, got {shape_str(attention_mask)}")
+    if not torch.is_floating_point(hidden_states):
+        raise ValueError(f"hidden_states: expected a floating-point tensor, got {hidden_states.dtype}")
+    if attention_mask.dtype != torch.bool and not ((attention_mask == 0) | (attention_mask == 1)).all():
+        raise ValueError("attention_mask: expected 1 (token) and 0 (padding) only, got other values")
+    return attention_mask.to(hidden_states.dtype).unsqueeze(-1)        # (B, T, 1)
+
+
+def cls_pooling(hidden_states: torch.Tensor) -> torch.Tensor:
+    """(B, T, H) -> (B, H): the vector at position 0 ([CLS])."""
+    require_rank("hidden_states", hidden_states, 3, layout="(B, T, H)")
+    if hidden_states.shape[1] == 0:
+        raise ValueError(f"hidden_states: expected at least one position, got shape "
+                         f"{shape_str(hidden_states)}")
+    return hidden_states[:, 0]
+
+
+def mean_pooling(hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, H), (B, T) -> (B, H): the mean of the vectors where attention_mask is 1.
+    An all-padding row gives zeros."""
+    mask = _check(hidden_states, attention_mask)                      # (B, T, 1)
+    total = (hidden_states * mask).sum(dim=1)                          # (B, H)
+    count = mask.sum(dim=1).clamp(min=1.0)                             # (B, 1); 0 tokens -> sum 0
+    return total / count
+
+
+def max_pooling(hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, H), (B, T) -> (B, H): the element-wise max over positions where attention_mask
+    is 1. An all-padding row gives zeros."""
+    mask = _check(hidden_states, attention_mask).bool()                # (B, T, 1)
+    filled = hidden_states.masked_fill(~mask, float("-inf"))
+    out = filled.max(dim=1).values                                     # (B, H)
+    empty = ~mask.any(dim=1)                                           # (B, 1)
+    return out.masked_fill(empty, 0.0)
+
+
+POOLINGS = {"cls": lambda h, m: cls_pooling(h), "mean": mean_pooling, "max": max_pooling}
+
+
+def pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor, mode: str) -> torch.Tensor:
+    """`mode` in ("cls", "mean", "max")."""
+    if mode not in POOLINGS:
+        raise ValueError(f"mode: expected one of {tuple(POOLINGS)}, got {mode!r}")
+    return POOLINGS[mode](hidden_states, attention_mask)
