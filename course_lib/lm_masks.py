@@ -1,0 +1,78 @@
+"""The attention masks of GPT, ELMo and BERT: what "bidirectional" means (lesson 20).
+
+One Transformer body becomes each of the three model families by its attention mask alone:
+
+    "forward"        GPT, and ELMo's forward LM: query i attends to keys 0..i (lower triangle)
+    "backward"       ELMo's backward LM:         query i attends to keys i..T-1 (upper triangle)
+    "bidirectional"  BERT:                       query i attends to every key
+
+ELMo runs a forward and a backward body side by side and concatenates their states at each
+position ("shallow" bidirectionality: the two directions meet only in the head on top); BERT
+lets every layer mix both sides ("deep" bidirectionality).
+
+Masks are boolean, True = may attend, the convention of `course_lib.attention`. With an
+`attention_mask` (1 = token, 0 = padding) padding keys are never attended; a query row whose
+every allowed key is padding (a padding query of the backward mask) stays all False, and
+`course_lib.attention` gives such a row a zero output instead of NaN.
+"""
+from __future__ import annotations
+
+import torch
+
+from .validation import require_rank
+
+DIRECTIONS = ("forward", "backward", "bidirectional")
+
+
+def direction_mask(T: int, direction: str, device=None) -> torch.Tensor:
+    """(T, T) bool: entry [i, j] is True when query i may attend to key j."""
+    if not isinstance(T, int) or isinstance(T, bool) or T < 1:
+        raise ValueError(f"T: expected a positive int, got {T!r}")
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction: expected one of {DIRECTIONS}, got {direction!r}")
+    full = torch.ones(T, T, dtype=torch.bool, device=device)
+    if direction == "forward":
+        return full.tril()          # j <= i
+    if direction == "backward":
+        return full.triu()          # j >= i
+    return full
+
+
+def lm_attention_mask(attention_mask: torch.Tensor, direction: str) -> torch.Tensor:
+    """(B, T) attention_mask (1/True = token, 0/False = padding) -> (B, 1, T, T) bool.
+
+    The direction's (T, T) pattern AND "the key is a real token"; the head axis has size 1 and
+    broadcasts over heads.
+    """
+    require_rank("attention_mask", attention_mask, rank=2, layout="(B, T)")
+    if attention_mask.dtype != torch.bool:
+        if attention_mask.is_floating_point() or attention_mask.is_complex():
+            raise ValueError(f"attention_mask: expected 0/1 integers or bool, "
+                             f"got {attention_mask.dtype}")
+        if ((attention_mask != 0) & (attention_mask != 1)).any():
+            raise ValueError("attention_mask: expected only 0 (padding) and 1 (token) values")
+    B, T = attention_mask.shape
+    if T < 1:
+        raise ValueError("attention_mask: expected at least one position, got T = 0")
+    pattern = direction_mask(T, direction, device=attention_mask.device)      # (T, T)
+    keys = attention_mask.bool()[:, None, None, :]                            # (B, 1, 1, T)
+    return pattern[None, None] & keys                                         # (B, 1, T, T)
+
+
+
+def elmo_predictive_states(forward_states: torch.Tensor, backward_states: torch.Tensor) -> torch.Tensor:
+    """ELMo's biLM prediction of token i without seeing it: [forward[i-1] ; backward[i+1]].
+
+    forward_states, backward_states: (B, T, D) outputs of a forward- and a backward-masked body
+    (each state at i has seen token i itself). Returns (B, T, 2D); where the neighbour lies
+    outside the sequence (i = 0 for the forward half, i = T-1 for the backward half) the half is 0.
+    """
+    require_rank("forward_states", forward_states, rank=3, layout="(B, T, D)")
+    require_rank("backward_states", backward_states, rank=3, layout="(B, T, D)")
+    if forward_states.shape != backward_states.shape:
+        raise ValueError(f"backward_states: expected shape {tuple(forward_states.shape)} like "
+                         f"forward_states, got {tuple(backward_states.shape)}")
+    zero = forward_states.new_zeros(forward_states[:, :1].shape)                     # (B, 1, D)
+    left = torch.cat([zero, forward_states[:, :-1]], dim=1)          # row i holds forward[i-1]
+    right = torch.cat([backward_states[:, 1:], zero], dim=1)         # row i holds backward[i+1]
+    return torch.cat([left, right], dim=-1)                                          # (B, T, 2D)
