@@ -1,0 +1,390 @@
+"""Making a trained BERT cheaper to run on a CPU (lesson 25): int8 weights, ONNX Runtime,
+low-rank feed-forward matrices, fewer layers, and the measurements that judge them (size on disk,
+latency, fidelity of the sentence embeddings).
+
+Quantisation here is *symmetric* int8: w ≈ scale · q with q an integer in [-127, 127].
+"Per tensor" uses one scale for the whole matrix, set by its largest |w|; "per channel" gives
+every output row (every output feature of an `nn.Linear`) its own scale, so one row with an
+outlier no longer coarsens the grid of all the others.
+
+    q, scale = quantize_per_channel_int8(linear.weight)      # (out, in) int8, (out,) float
+    approx = dequantize_int8(q, scale)
+
+    fast = quantize_int8(model, per_channel=True)           # torch dynamic int8 of every nn.Linear
+    session = onnx_session(model, int8=True, per_channel=True, cache_dir="build/cache")
+    vectors = embed(session, batch)                         # mean-pooled sentence embeddings
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import statistics
+import time
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .validation import require_rank, require_tensor
+
+INT8_MAX = 127   # symmetric: -127..127; -128 is left unused so that q and -q both exist
+
+# ---------------------------------------------------------------------------------------------
+# int8 weights, written in the open
+# ---------------------------------------------------------------------------------------------
+
+
+def _require_weight(weight) -> torch.Tensor:
+    weight = require_tensor("weight", weight)
+    require_rank("weight", weight, rank=2, layout="(out_features, in_features)")
+    if not weight.dtype.is_floating_point:
+        raise ValueError(f"weight: expected a floating-point tensor, got dtype {weight.dtype}")
+    return weight
+
+
+def _scale_from(max_abs: torch.Tensor) -> torch.Tensor:
+    """max|w| / 127; an all-zero row gets scale 1 (any scale represents zeros exactly)."""
+    scale = max_abs.to(torch.float32) / INT8_MAX
+    return torch.where(scale > 0, scale, torch.ones_like(scale))
+
+
+def quantize_per_tensor_int8(weight) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q, scale): q int8 of weight's shape, scale a 0-d float32 tensor; weight ≈ scale * q."""
+    weight = _require_weight(weight).detach()
+    scale = _scale_from(weight.abs().max())                              # ()
+    q = torch.clamp(torch.round(weight.to(torch.float32) / scale), -INT8_MAX, INT8_MAX)
+    return q.to(torch.int8), scale
+
+
+def quantize_per_channel_int8(weight) -> tuple[torch.Tensor, torch.Tensor]:
+    """(q, scale): q int8 (out, in), scale float32 (out,), one per output row; weight ≈ scale[:, None] * q."""
+    weight = _require_weight(weight).detach()
+    scale = _scale_from(weight.abs().amax(dim=1))                        # (out,)
+    q = torch.clamp(torch.round(weight.to(torch.float32) / scale[:, None]), -INT8_MAX, INT8_MAX)
+    return q.to(torch.int8), scale
+
+
+def dequantize_int8(q, scale) -> torch.Tensor:
+    """scale * q as float32; scale is 0-d (per tensor) or (out,) (per output row)."""
+    q = require_tensor("q", q)
+    scale = require_tensor("scale", scale).to(torch.float32)
+    if scale.dim() == 0:
+        return q.to(torch.float32) * scale
+    if scale.dim() != 1 or q.dim() < 1 or scale.shape[0] != q.shape[0]:
+        raise ValueError(f"scale: expected a 0-d tensor or one value per row of q "
+                         f"({q.shape[0] if q.dim() else 0},), got shape {tuple(scale.shape)}")
+    return q.to(torch.float32) * scale.reshape(-1, *([1] * (q.dim() - 1)))
+
+
+def quantization_error(weight, per_channel: bool) -> float:
+    """Relative Frobenius error ||W - deq(quant(W))|| / ||W|| of symmetric int8."""
+    weight = _require_weight(weight).detach().to(torch.float32)
+    quant = quantize_per_channel_int8 if per_channel else quantize_per_tensor_int8
+    approx = dequantize_int8(*quant(weight))
+    return (torch.linalg.norm(weight - approx) / torch.linalg.norm(weight)).item()
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole models: torch dynamic int8, bf16, low rank, fewer layers
+# ---------------------------------------------------------------------------------------------
+
+
+def quantize_int8(model: nn.Module, per_channel: bool) -> nn.Module:
+    """A copy of `model` whose every nn.Linear runs PyTorch's dynamic int8 kernel: weights
+    stored as int8 (per output row when `per_channel`, else one scale per matrix), activations
+    quantised on the fly per batch. Embeddings and LayerNorms stay float32. CPU only."""
+    from torch.ao.quantization import (default_dynamic_qconfig, per_channel_dynamic_qconfig,
+                                       quantize_dynamic)
+
+    qconfig = per_channel_dynamic_qconfig if per_channel else default_dynamic_qconfig
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # torch.ao.quantization's deprecation notice
+        return quantize_dynamic(copy.deepcopy(model).cpu().eval(), {nn.Linear: qconfig},
+                                dtype=torch.qint8)
+
+
+class LowRankLinear(nn.Module):
+    """x -> x V^T U^T + b: an (out, in) matrix replaced by (out, r) @ (r, in), the best rank-r
+    approximation in Frobenius norm (truncated SVD, Eckart-Young)."""
+
+    def __init__(self, linear: nn.Linear, rank: int):
+        super().__init__()
+        out_features, in_features = linear.weight.shape
+        if not 1 <= rank <= min(out_features, in_features):
+            raise ValueError(f"rank: expected 1..{min(out_features, in_features)} for a "
+                             f"{out_features}x{in_features} weight, got {rank}")
+        U, S, Vh = torch.linalg.svd(linear.weight.detach().to(torch.float32), full_matrices=False)
+        root = S[:rank].sqrt()
+        self.down = nn.Linear(in_features, rank, bias=False)            # (r, in)
+        self.up = nn.Linear(rank, out_features, bias=linear.bias is not None)   # (out, r)
+        with torch.no_grad():
+            self.down.weight.copy_(root[:, None] * Vh[:rank])
+            self.up.weight.copy_(U[:, :rank] * root)
+            if linear.bias is not None:
+                self.up.bias.copy_(linear.bias)
+        self.to(linear.weight.device)
+
+    def forward(self, x):
+        return self.up(self.down(x))
+
+
+def _ffn_linears(model: nn.Module) -> list[tuple[nn.Module, str]]:
+    """(parent, attribute) of every feed-forward nn.Linear: the course BertModel's
+    `layers.N.linear1/linear2`, or Hugging Face's `encoder.layer.N.intermediate.dense` /
+    `encoder.layer.N.output.dense` (not `attention.output.dense`)."""
+    found = []
+    if hasattr(model, "layers"):
+        for layer in model.layers:
+            found += [(layer, "linear1"), (layer, "linear2")]
+    elif hasattr(model, "encoder") and hasattr(model.encoder, "layer"):
+        for layer in model.encoder.layer:
+            found += [(layer.intermediate, "dense"), (layer.output, "dense")]
+    else:
+        raise ValueError(f"model: expected a course BertModel (.layers) or a Hugging Face "
+                         f"BertModel (.encoder.layer), got {type(model).__name__}")
+    return found
+
+
+def low_rank_ffn(model: nn.Module, rank: int) -> nn.Module:
+    """A copy of `model` with every feed-forward matrix replaced by its best rank-`rank`
+    approximation (`LowRankLinear`); attention and embeddings unchanged."""
+    model = copy.deepcopy(model)
+    for parent, name in _ffn_linears(model):
+        setattr(parent, name, LowRankLinear(getattr(parent, name), rank))
+    return model
+
+
+def first_layers(model: nn.Module, num_layers: int) -> nn.Module:
+    """A copy of `model` keeping only its first `num_layers` encoder layers (a shallower model
+    made without training; lesson 24 trains such a student properly, by distillation)."""
+    model = copy.deepcopy(model)
+    stack = model.layers if hasattr(model, "layers") else model.encoder.layer
+    if not 1 <= num_layers <= len(stack):
+        raise ValueError(f"num_layers: expected 1..{len(stack)}, got {num_layers}")
+    del stack[num_layers:]
+    if hasattr(model, "config") and hasattr(model.config, "num_hidden_layers"):
+        model.config = copy.deepcopy(model.config)
+        model.config.num_hidden_layers = num_layers
+    return model
+
+
+# ---------------------------------------------------------------------------------------------
+# ONNX export, run by ONNX Runtime
+# ---------------------------------------------------------------------------------------------
+
+
+class _KeywordEncoder(nn.Module):
+    """Calls the model with keyword arguments and returns only the token vectors. The legacy
+    exporter passes inputs positionally, and Hugging Face's `BertModel.forward` has other
+    positional parameters than (input_ids, attention_mask, token_type_ids)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                         token_type_ids=token_type_ids)
+        return out[0]                                                   # (B, T, H)
+
+
+def state_digest(model: nn.Module) -> str:
+    """sha256 of the model's class and every tensor of its state dict (names, dtypes, bytes)."""
+    digest = hashlib.sha256(type(model).__qualname__.encode())
+    for name, tensor in model.state_dict().items():
+        if isinstance(tensor, torch.Tensor):
+            t = tensor.detach().cpu().contiguous()
+            digest.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+            digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return digest.hexdigest()
+
+
+def _versions() -> dict:
+    import onnx
+    import onnxruntime
+
+    return {"torch": torch.__version__, "onnx": onnx.__version__,
+            "onnxruntime": onnxruntime.__version__, "source": _source_digest()}
+
+
+def _source_digest() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+def default_cache_dir() -> Path:
+    return Path(__file__).resolve().parents[1] / "build" / "cache" / "onnx"
+
+
+#: One-off costs of the last `onnx_session` calls that had to build a file: {"export_s": ..,
+#: "quantize_s": ..}. Empty entries mean the cached file was used.
+LAST_BUILD: dict[str, float] = {}
+
+
+def onnx_file(model: nn.Module, *, int8: bool, per_channel: bool = True,
+              cache_dir: str | Path | None = None, opset: int = 17) -> Path:
+    """The model exported to ONNX (legacy TorchScript exporter, `dynamo=False`, dynamic batch and
+    sequence axes), optionally quantised to int8 by ONNX Runtime (`quantize_dynamic`, weights
+    per output channel when `per_channel`). Cached under `cache_dir` by a key made of the
+    model's weights, the options and the torch/onnx/onnxruntime versions."""
+    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    base_key = hashlib.sha256(json.dumps({"weights": state_digest(model), "opset": opset,
+                                          **_versions()}, sort_keys=True).encode()).hexdigest()[:16]
+    fp32_path = cache_dir / f"encoder-{base_key}-fp32.onnx"
+    if not fp32_path.exists():
+        start = time.perf_counter()
+        _export(model, fp32_path, opset)
+        LAST_BUILD["export_s"] = time.perf_counter() - start
+    if not int8:
+        return fp32_path
+    int8_path = cache_dir / f"encoder-{base_key}-int8-{'channel' if per_channel else 'tensor'}.onnx"
+    if not int8_path.exists():
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        start = time.perf_counter()
+        tmp = int8_path.with_suffix(".tmp.onnx")
+        quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8,
+                         per_channel=per_channel)
+        tmp.replace(int8_path)
+        LAST_BUILD["quantize_s"] = time.perf_counter() - start
+    return int8_path
+
+
+def _export(model: nn.Module, path: Path, opset: int) -> None:
+    wrapper = _KeywordEncoder(copy.deepcopy(model).cpu().float().eval())
+    vocab_size = getattr(getattr(model, "config", None), "vocab_size", 100)
+    ids = (torch.arange(32).reshape(2, 16) * 7 + 1) % vocab_size          # (2, 16) valid ids
+    example = (ids, torch.ones_like(ids), torch.zeros_like(ids))
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {n: {0: "batch", 1: "sequence"} for n in names}
+    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
+    tmp = path.with_suffix(".tmp.onnx")
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")          # tracer warnings about Python-side checks
+        torch.onnx.export(wrapper, example, str(tmp), input_names=names,
+                          output_names=["last_hidden_state"], dynamic_axes=axes,
+                          opset_version=opset, dynamo=False)
+    tmp.replace(path)
+
+
+class OnnxEncoder:
+    """An ONNX Runtime session behind the call signature of a BertModel:
+    `encoder(input_ids=, attention_mask=, token_type_ids=)` -> (last_hidden_state,) as torch."""
+
+    def __init__(self, path: Path, num_threads: int | None = None):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        # The same number of threads as torch, so that the comparison is fair.
+        options.intra_op_num_threads = num_threads or torch.get_num_threads()
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        # Threads that spin after a call would steal the CPU from whatever is timed next
+        # (torch, in an interleaved benchmark): let them sleep, as torch's do.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.path = Path(path)
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def __call__(self, input_ids, attention_mask=None, token_type_ids=None):
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        feeds = {"input_ids": input_ids.cpu().numpy(),
+                 "attention_mask": attention_mask.cpu().numpy(),
+                 "token_type_ids": token_type_ids.cpu().numpy()}
+        (hidden,) = self.session.run(["last_hidden_state"], feeds)
+        return (torch.from_numpy(hidden),)
+
+    def size_bytes(self) -> int:
+        return self.path.stat().st_size
+
+
+def onnx_session(model: nn.Module, *, int8: bool, per_channel: bool = True,
+                 cache_dir: str | Path | None = None, num_threads: int | None = None) -> OnnxEncoder:
+    """`model` exported to ONNX (cached, see `onnx_file`) and loaded into ONNX Runtime (CPU)."""
+    return OnnxEncoder(onnx_file(model, int8=int8, per_channel=per_channel, cache_dir=cache_dir),
+                       num_threads=num_threads)
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements
+# ---------------------------------------------------------------------------------------------
+
+
+def size_on_disk(model) -> int:
+    """Bytes of the saved weights: the ONNX file of an `OnnxEncoder`, else `torch.save` of the
+    state dict (int8 packed weights included)."""
+    if isinstance(model, OnnxEncoder):
+        return model.size_bytes()
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    return buffer.getbuffer().nbytes
+
+
+def _hidden(model, batch: dict) -> torch.Tensor:
+    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                token_type_ids=batch.get("token_type_ids"))
+    return out[0] if isinstance(out, (tuple, list)) else out.last_hidden_state
+
+
+def embed(model, batch: dict) -> torch.Tensor:
+    """Mean-pooled sentence embeddings (B, H) in float32, padding excluded from the mean.
+    `model`: a course or Hugging Face BertModel (any dtype, int8 included) or an `OnnxEncoder`;
+    `batch`: dict of input_ids and attention_mask (B, T), optionally token_type_ids."""
+    for key in ("input_ids", "attention_mask"):
+        if key not in batch:
+            raise ValueError(f"batch: expected keys input_ids and attention_mask, got {sorted(batch)}")
+    with torch.inference_mode():
+        hidden = _hidden(model, batch).to(torch.float32)                 # (B, T, H)
+    mask = batch["attention_mask"].to(hidden.device).unsqueeze(-1).to(torch.float32)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+
+def pad_batch(encodings: list[dict], pad_id: int = 0) -> dict:
+    """Tokenizer outputs (dicts of lists) -> a dict of (B, T) tensors, right-padded."""
+    T = max(len(e["input_ids"]) for e in encodings)
+    out = {}
+    for key in ("input_ids", "attention_mask", "token_type_ids"):
+        fill = pad_id if key == "input_ids" else 0
+        out[key] = torch.tensor([list(e[key]) + [fill] * (T - len(e[key])) for e in encodings])
+    return out
+
+
+def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 5,
+                     warmup: int = 1) -> dict[str, list[float]]:
+    """Seconds per call of every function, measured round-robin: each round calls every
+    function once (in a rotated order), so a slow spell of a shared machine hits all of them
+    alike. Returns {name: [seconds of each round]}; take the median."""
+    names = list(runs)
+    with torch.inference_mode():
+        for _ in range(warmup):
+            for name in names:
+                runs[name]()
+        times = {name: [] for name in names}
+        for r in range(repeats):
+            order = names[r % len(names):] + names[:r % len(names)]
+            for name in order:
+                start = time.perf_counter()
+                runs[name]()
+                times[name].append(time.perf_counter() - start)
+    return times
+
+
+def median(values) -> float:
+    return statistics.median(values)
+
+
+def bf16_supported() -> bool:
+    """Whether this CPU has native bf16 dot products (AVX512-BF16 or AMX); without them,
+    PyTorch emulates bf16 matmuls and they are slower than float32."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))

@@ -1,0 +1,178 @@
+"""course_lib.fast_inference against independent references (torch's own quantisers, SVD,
+running the layers by hand, ONNX Runtime vs torch)."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_lib.bert import BertConfig, BertModel
+from course_lib.fast_inference import (LowRankLinear, dequantize_int8, embed, first_layers,
+                                       low_rank_ffn, onnx_session, pad_batch,
+                                       quantization_error, quantize_int8,
+                                       quantize_per_channel_int8, quantize_per_tensor_int8,
+                                       size_on_disk, state_digest, time_interleaved)
+import course_lib.fast_inference as fi
+
+
+def _tiny(layers=2, seed=0):
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=layers,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=32,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    return BertModel(config).eval()
+
+
+def _batch(seed=0, B=3, T=9):
+    g = torch.Generator().manual_seed(seed)
+    lengths = [T, T - 3, 4][:B]
+    encodings = []
+    for n in lengths:
+        ids = torch.randint(5, 60, (n,), generator=g).tolist()
+        encodings.append({"input_ids": ids, "attention_mask": [1] * n, "token_type_ids": [0] * n})
+    return pad_batch(encodings)
+
+
+# -- int8 weights -------------------------------------------------------------------------------
+
+def test_per_channel_matches_torch_quantizer():
+    w = torch.randn(20, 33) * torch.rand(20, 1) * 3
+    q, scale = quantize_per_channel_int8(w)
+    assert q.dtype == torch.int8 and q.shape == w.shape and scale.shape == (20,)
+    expected_scale = w.abs().amax(1) / 127
+    torch.testing.assert_close(scale, expected_scale)
+    ref = torch.quantize_per_channel(w, expected_scale.double(), torch.zeros(20, dtype=torch.long),
+                                     axis=0, dtype=torch.qint8)
+    assert torch.equal(q, ref.int_repr())
+    assert int(q.abs().max()) == 127
+    err = (dequantize_int8(q, scale) - w).abs()
+    assert bool((err <= scale[:, None] / 2 + 1e-7).all())
+
+
+def test_per_tensor_matches_torch_quantizer():
+    w = torch.randn(7, 5)
+    q, scale = quantize_per_tensor_int8(w)
+    assert scale.dim() == 0
+    ref = torch.quantize_per_tensor(w, float(w.abs().max() / 127), 0, torch.qint8)
+    assert torch.equal(q, ref.int_repr())
+    torch.testing.assert_close(dequantize_int8(q, scale), ref.dequantize(), atol=1e-7, rtol=0)
+
+
+def test_outlier_row_hurts_per_tensor_only():
+    w = torch.randn(64, 64) * 0.02
+    w[3] *= 100                                          # one row with large weights
+    assert quantization_error(w, per_channel=True) < 0.01
+    assert quantization_error(w, per_channel=False) > 5 * quantization_error(w, per_channel=True)
+
+
+def test_zero_rows_and_bad_inputs():
+    w = torch.zeros(3, 4)
+    w[1] = torch.tensor([1.0, -2.0, 0.5, 0.0])
+    q, scale = quantize_per_channel_int8(w)
+    assert torch.equal(dequantize_int8(q, scale)[0], torch.zeros(4))
+    with pytest.raises(ValueError, match="weight"):
+        quantize_per_channel_int8(torch.randn(4))
+    with pytest.raises(ValueError, match="weight"):
+        quantize_per_tensor_int8(torch.ones(2, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="scale"):
+        dequantize_int8(q, torch.ones(5))
+
+
+# -- model transformations ----------------------------------------------------------------------
+
+def test_low_rank_linear_is_truncated_svd():
+    torch.manual_seed(1)
+    linear = nn.Linear(12, 8)
+    full = LowRankLinear(linear, 8)
+    x = torch.randn(5, 12)
+    torch.testing.assert_close(full(x), linear(x), atol=1e-5, rtol=1e-5)
+    r = 3
+    low = LowRankLinear(linear, r)
+    W_r = low.up.weight @ low.down.weight
+    S = torch.linalg.svdvals(linear.weight.detach())
+    # Eckart-Young: the error of the best rank-r matrix is the norm of the dropped singular values.
+    torch.testing.assert_close(torch.linalg.norm(linear.weight.detach() - W_r),
+                               S[r:].square().sum().sqrt(), atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="rank"):
+        LowRankLinear(linear, 9)
+
+
+def test_low_rank_ffn_replaces_only_the_ffn():
+    model = _tiny()
+    low = low_rank_ffn(model, 8)
+    assert sum(isinstance(m, LowRankLinear) for m in low.modules()) == 4
+    assert isinstance(low.layers[0].self_attn.q_proj, nn.Linear)
+    assert isinstance(model.layers[0].linear1, nn.Linear)          # the original is untouched
+    full = low_rank_ffn(model, 32)
+    batch = _batch()
+    torch.testing.assert_close(embed(full, batch), embed(model, batch), atol=1e-4, rtol=1e-4)
+
+
+def test_first_layers_equals_running_those_layers():
+    model = _tiny(layers=3)
+    batch = _batch()
+    short = first_layers(model, 2)
+    assert len(short.layers) == 2 and len(model.layers) == 3
+    with torch.no_grad():
+        _, _, extras = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                             output_hidden_states=True)
+        ours, _ = short(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+    real = batch["attention_mask"].bool()
+    torch.testing.assert_close(ours[real], extras["hidden_states"][2][real], atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="num_layers"):
+        first_layers(model, 4)
+
+
+def test_quantize_int8_is_close_and_smaller():
+    model = _tiny()
+    batch = _batch()
+    for per_channel in (False, True):
+        q = quantize_int8(model, per_channel=per_channel)
+        assert not any(type(m) is nn.Linear for m in q.modules())
+        cos = F.cosine_similarity(embed(q, batch), embed(model, batch))
+        assert cos.min() > 0.98
+    assert isinstance(model.layers[0].linear1, nn.Linear)
+    assert size_on_disk(q) < size_on_disk(model)
+
+
+def test_embed_excludes_padding():
+    model = _tiny()
+    batch = _batch()
+    together = embed(model, batch)
+    n = int(batch["attention_mask"][2].sum())
+    alone = embed(model, {k: v[2:3, :n] for k, v in batch.items()})
+    torch.testing.assert_close(together[2:3], alone, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="batch"):
+        embed(model, {"input_ids": batch["input_ids"]})
+
+
+# -- ONNX ---------------------------------------------------------------------------------------
+
+def test_onnx_matches_torch_and_is_cached(tmp_path):
+    model = _tiny()
+    batch = _batch(B=3, T=11)                          # other shapes than the export example
+    fi.LAST_BUILD.clear()
+    session = onnx_session(model, int8=False, cache_dir=tmp_path)
+    assert "export_s" in fi.LAST_BUILD
+    torch.testing.assert_close(embed(session, batch), embed(model, batch), atol=1e-4, rtol=1e-4)
+    fi.LAST_BUILD.clear()
+    again = onnx_session(model, int8=False, cache_dir=tmp_path)
+    assert fi.LAST_BUILD == {} and again.path == session.path
+    quantized = onnx_session(model, int8=True, per_channel=True, cache_dir=tmp_path)
+    assert "quantize_s" in fi.LAST_BUILD
+    assert size_on_disk(quantized) < size_on_disk(session)
+    cos = F.cosine_similarity(embed(quantized, batch), embed(model, batch))
+    assert cos.min() > 0.95
+    # other weights, another file
+    other = _tiny(seed=1)
+    assert state_digest(other) != state_digest(model)
+    assert onnx_session(other, int8=False, cache_dir=tmp_path).path != session.path
+
+
+def test_time_interleaved_rounds():
+    calls = []
+    times = time_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                             repeats=3, warmup=1)
+    assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3}
+    assert calls.count("a") == 4 and calls[2:4] == ["a", "b"] and calls[4:6] == ["b", "a"]
