@@ -199,9 +199,10 @@ class BertModel(nn.Module):
                 raise ValueError(f"attention_mask: expected shape {shape_str(input_ids)} (B, T) "
                                  f"like input_ids, got {shape_str(attention_mask)}")
             mask = padding_mask(attention_mask)                          # (B, 1, 1, T)
-            if mask.all():
+            if not _tracing() and mask.all():
                 # No padding: every key is allowed, so no mask at all. The fused kernel is
-                # faster without one (Hugging Face's SDPA path makes the same choice).
+                # faster without one (Hugging Face's SDPA path makes the same choice). Not
+                # while tracing (ONNX export, torch.compile): the graph must keep the mask.
                 mask = None
         x = self.embeddings(input_ids, token_type_ids)                   # (B, T, H)
         hidden_states, attentions = [x], []
@@ -241,6 +242,11 @@ class BertModel(nn.Module):
         rename = {ours: theirs for theirs, ours in
                   _hf_key_map(self.config.num_hidden_layers).items()}
         return {rename[k]: v for k, v in self.state_dict().items()}
+
+
+def _tracing() -> bool:
+    """True while torch.jit traces (the ONNX exporter) or torch.compile / torch.export runs."""
+    return torch.jit.is_tracing() or torch.compiler.is_compiling()
 
 
 def _hf_key_map(num_layers: int) -> dict[str, str]:

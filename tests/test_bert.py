@@ -362,3 +362,20 @@ def test_fused_norms_and_gelu_equal_the_course_formulas(minilm):
     with torch.no_grad():
         diff = (model(**batch)[0] - written(**batch)[0])[real].abs().max().item()
     assert diff <= 1e-5
+
+
+def test_a_traced_model_keeps_the_padding_mask(minilm):
+    """Traced (as the ONNX exporter does) on an unpadded batch, the graph must still apply
+    the mask: the no-padding shortcut is skipped while tracing."""
+    model, tok = minilm
+    unpadded = tok(["trace me", "and me"])
+    assert unpadded["attention_mask"].all()
+    with torch.no_grad():
+        traced = torch.jit.trace(lambda i, m: model(i, attention_mask=m)[0],
+                                 (unpadded["input_ids"], unpadded["attention_mask"]),
+                                 check_trace=False)
+        padded = tok(["short", "a much longer sentence than the first one"])
+        real = padded["attention_mask"].bool()
+        diff = (traced(padded["input_ids"], padded["attention_mask"])
+                - model(padded["input_ids"], attention_mask=padded["attention_mask"])[0])
+    assert diff[real].abs().max().item() <= 1e-5
