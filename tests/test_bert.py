@@ -370,9 +370,16 @@ def test_a_traced_model_keeps_the_padding_mask(minilm):
     model, tok = minilm
     unpadded = tok(["trace me", "and me"])
     assert unpadded["attention_mask"].all()
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask):
+            return self.model(input_ids, attention_mask=attention_mask)[0]
+
     with torch.no_grad():
-        traced = torch.jit.trace(lambda i, m: model(i, attention_mask=m)[0],
-                                 (unpadded["input_ids"], unpadded["attention_mask"]),
+        traced = torch.jit.trace(Encoder(), (unpadded["input_ids"], unpadded["attention_mask"]),
                                  check_trace=False)
         padded = tok(["short", "a much longer sentence than the first one"])
         real = padded["attention_mask"].bool()
