@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # JupyterLab settings shipped inside the environment (no news pop-up, the course kernel): course_tools/lab.py
 LABSET := $(VENV)/share/jupyter/lab/settings/overrides.d/course.json
 
-.PHONY: install course test lab exercises notebooks timing sweep clean site test-browser
+.PHONY: install course test lab exercises notebooks timing sweep bench clean site test-browser
 
 install: $(STAMP) $(LABSET)
 
@@ -43,6 +43,11 @@ timing: install
 
 sweep: install
 	$(BIN)/course sweep --jobs 2 --update-readme
+
+# course BERT vs Hugging Face (forward, a pretraining step) and lesson 25's int8 / ONNX paths:
+# build/bench.csv and the README's table of speed ratios (about 2 minutes on 2 idle cores)
+bench: install
+	$(BIN)/course bench --update-readme
 
 # The website and the browser tests need the `site` extra (Jupyter Book, a local MathJax,
 # Playwright); the browser is the system's Chromium (apt-get install chromium fonts-noto-cjk).

@@ -55,6 +55,17 @@ def cmd_sweep(args) -> int:
     return 0 if failed.empty else 1
 
 
+def cmd_bench(args) -> int:
+    from .bench import markdown, run_bench, update_readme
+    table = run_bench(quick=args.quick, out=args.out)
+    print(markdown(table))
+    print(f"seconds and ratios: {args.out or 'build/bench.csv'}")
+    if args.update_readme:
+        update_readme(table)
+        print("README.md bench table updated")
+    return 0
+
+
 def cmd_store(args) -> int:
     from .runner import store
     store(_select(args.only), timeout=args.timeout)
@@ -181,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--collect", action="store_true",
                    help="run nothing: rebuild the tables from the runs left in build/sweep/")
     p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("bench", help="course BERT vs Hugging Face speed ratios; write build/bench.csv")
+    p.add_argument("--quick", action="store_true", help="a tiny random BERT and small shapes (seconds)")
+    p.add_argument("--out", default=None, help="the CSV (default build/bench.csv)")
+    p.add_argument("--update-readme", action="store_true", help="write the README bench table")
+    p.set_defaults(func=cmd_bench)
     p = sub.add_parser("store", help="execute lessons in place, storing their outputs")
     p.add_argument("--only", nargs="*")
     p.add_argument("--timeout", type=int, default=600)

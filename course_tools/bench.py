@@ -1,0 +1,362 @@
+"""`course bench` / `make bench`: how fast is the course's BERT next to Hugging Face's?
+
+One interleaved run (every case of a group is called once per round, in a rotated order, so a
+slow spell of a shared machine hits all of them alike) of:
+
+1. the MiniLM forward pass (real tokens from Python's documentation) at batch 32 x 128 and
+   1 x 128: Hugging Face `BertModel` with eager attention and with SDPA, and the course's
+   `BertModel` (fused attention, `course_lib.bert`), with the largest difference of the course's
+   hidden states from Hugging Face's SDPA model (all tokens of the full batch, and the real
+   tokens of a padded batch);
+2. one pretraining step (forward, backward, AdamW) of the tiny BERT of lessons 16-17 (its
+   `PretrainConfig`), course `BertForPreTraining` vs `transformers.BertForPreTraining` with the
+   same config and weights, in tokens per second;
+3. lesson 25's CPU paths (`course_lib.fast_inference`) at batch 1 and 32: PyTorch dynamic int8
+   (per tensor, per channel), ONNX Runtime fp32 and int8 (per channel), against the best fp32
+   path (the faster of the course's and Hugging Face's SDPA model), with the cosine of their
+   mean-pooled sentence embeddings to fp32. CPU only: skipped on a GPU.
+
+Results: `build/bench.csv` (seconds and ratios) and, with `--update-readme`, the README's table
+between `<!-- bench:begin -->` and `<!-- bench:end -->`: ratios only (absolute times depend on
+the machine and its load), with the machine stated. `--quick` runs every path on a tiny random
+BERT with small shapes (the test suite uses it).
+"""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+import torch
+
+from .runner import BUILD, replace_readme_block
+
+BENCH_BEGIN, BENCH_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+COLUMNS = ["group", "case", "reference", "seconds", "reference seconds", "speed ratio",
+           "max abs diff", "cosine", "note"]
+
+
+# ---------------------------------------------------------------------------------------------
+# timing
+# ---------------------------------------------------------------------------------------------
+
+def _synchronizer(device: torch.device) -> Callable[[], None]:
+    return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+
+def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
+                     sync: Callable[[], None] = lambda: None) -> dict[str, float]:
+    """Median seconds per call of each function, measured round-robin (each round calls every
+    function once, starting one further along each round)."""
+    names = list(runs)
+    for _ in range(warmup):
+        for name in names:
+            runs[name]()
+    sync()
+    times = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            start = time.perf_counter()
+            runs[name]()
+            sync()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def _row(group, case, reference, seconds, reference_seconds, diff=None, cosine=None, note=""):
+    return {"group": group, "case": case, "reference": reference, "seconds": seconds,
+            "reference seconds": reference_seconds,
+            "speed ratio": reference_seconds / seconds if seconds else float("nan"),
+            "max abs diff": diff, "cosine": cosine, "note": note}
+
+
+# ---------------------------------------------------------------------------------------------
+# models and inputs
+# ---------------------------------------------------------------------------------------------
+
+def _hf_bert(course_model, attn_implementation: str):
+    """A Hugging Face BertModel with the course model's config and weights."""
+    import transformers
+
+    c = course_model.config
+    config = transformers.BertConfig(**c.to_dict())
+    config._attn_implementation = attn_implementation
+    model = transformers.BertModel(config)
+    missing, unexpected = model.load_state_dict(course_model.to_hf_state_dict(), strict=False)
+    if unexpected or any(not k.endswith("_ids") for k in missing):   # buffers only
+        raise RuntimeError(f"weights did not copy: missing {missing}, unexpected {unexpected}")
+    return model.eval()
+
+
+def _models(quick: bool, device: torch.device):
+    """(course BertModel, HF eager, HF SDPA, tokenizer or None), all in eval mode on device."""
+    from course_lib.bert import BertConfig, BertModel
+
+    if quick:
+        torch.manual_seed(0)
+        config = BertConfig(vocab_size=512, hidden_size=32, num_hidden_layers=2,
+                            num_attention_heads=4, intermediate_size=64,
+                            max_position_embeddings=64)
+        course, tokenizer = BertModel(config).eval(), None
+    else:
+        from course_lib.pretrained import load_minilm
+        course, tokenizer = load_minilm()
+    hf_eager, hf_sdpa = _hf_bert(course, "eager"), _hf_bert(course, "sdpa")
+    return course.to(device), hf_eager.to(device), hf_sdpa.to(device), tokenizer
+
+
+def real_token_batch(tokenizer, batch_size: int, seq_len: int) -> dict[str, torch.Tensor]:
+    """(batch_size, seq_len) ids of consecutive windows of Python's documentation, each
+    [CLS] ... [SEP]: real tokens, no padding."""
+    from course_lib.corpus import pydoc_texts
+
+    need, ids = batch_size * (seq_len - 2), []
+    for text in pydoc_texts():
+        ids += tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text[:20_000]))
+        if len(ids) >= need:
+            break
+    rows = [[tokenizer.cls_token_id] + ids[i * (seq_len - 2):(i + 1) * (seq_len - 2)]
+            + [tokenizer.sep_token_id] for i in range(batch_size)]
+    input_ids = torch.tensor(rows)
+    return {"input_ids": input_ids, "token_type_ids": torch.zeros_like(input_ids),
+            "attention_mask": torch.ones_like(input_ids)}
+
+
+def _random_batch(vocab_size: int, batch_size: int, seq_len: int, padded: bool,
+                  generator: torch.Generator) -> dict[str, torch.Tensor]:
+    ids = torch.randint(5, vocab_size, (batch_size, seq_len), generator=generator)
+    mask = torch.ones_like(ids)
+    if padded:
+        lengths = torch.randint(seq_len // 2, seq_len + 1, (batch_size,), generator=generator)
+        lengths[0] = seq_len
+        mask = (torch.arange(seq_len)[None, :] < lengths[:, None]).long()
+        ids = ids * mask
+    return {"input_ids": ids, "token_type_ids": torch.zeros_like(ids), "attention_mask": mask}
+
+
+def _padded_real_batch(tokenizer) -> dict[str, torch.Tensor]:
+    from course_lib.corpus import pydoc_texts
+
+    sentences = [s.strip() for s in pydoc_texts()[3].split(".") if s.strip()][:16]
+    return tokenizer(sentences, max_length=128)
+
+
+def _to(batch: dict, device) -> dict:
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def _course_hidden(model, batch):
+    return model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])[0]
+
+
+def _hf_hidden(model, batch):
+    return model(**batch).last_hidden_state
+
+
+def _max_diff(course, hf, batch) -> float:
+    with torch.inference_mode():
+        a, b = _course_hidden(course, batch), _hf_hidden(hf, batch)
+    real = batch["attention_mask"].bool()
+    return (a - b)[real].abs().max().item()
+
+
+# ---------------------------------------------------------------------------------------------
+# the three groups
+# ---------------------------------------------------------------------------------------------
+
+def bench_forward(course, hf_eager, hf_sdpa, batch, repeats, sync, padded_batch=None) -> list[dict]:
+    B, T = batch["input_ids"].shape
+    group = f"forward {B}x{T}"
+    runs = {"Hugging Face eager": lambda: _hf_hidden(hf_eager, batch),
+            "Hugging Face SDPA": lambda: _hf_hidden(hf_sdpa, batch),
+            "course BertModel": lambda: _course_hidden(course, batch)}
+    with torch.inference_mode():
+        t = time_interleaved(runs, repeats, sync=sync)
+    diff = _max_diff(course, hf_sdpa, batch)
+    note = "max abs diff: all tokens of this batch"
+    if padded_batch is not None:
+        diff = max(diff, _max_diff(course, hf_sdpa, padded_batch))
+        note += " and the real tokens of a padded batch"
+    ref = t["Hugging Face SDPA"]
+    return [_row(group, "Hugging Face eager", "Hugging Face SDPA", t["Hugging Face eager"], ref),
+            _row(group, "course BertModel", "Hugging Face SDPA", t["course BertModel"], ref,
+                 diff=diff, note=note)]
+
+
+def bench_pretraining(quick: bool, device, repeats, sync) -> list[dict]:
+    """One optimizer step of course vs Hugging Face BertForPreTraining, same config and weights."""
+    import transformers
+
+    from course_lib.bert import BertForPreTraining
+    from course_lib.masking import IGNORE_INDEX
+    from course_lib.pretraining import PretrainConfig
+
+    pc = PretrainConfig()
+    config = pc.bert_config(vocab_size=1000)
+    B, T = (4, 16) if quick else (pc.batch_size, 48)
+    torch.manual_seed(0)
+    hf_config = transformers.BertConfig(**config.to_dict())
+    hf_config._attn_implementation = "sdpa"
+    hf = transformers.BertForPreTraining(hf_config).to(device).train()
+    course = BertForPreTraining.from_hf_state_dict(config, hf.state_dict()).to(device).train()
+    g = torch.Generator().manual_seed(0)
+    batch = _random_batch(config.vocab_size, B, T, padded=True, generator=g)
+    labels = torch.where(torch.rand(B, T, generator=g) < pc.mask_ratio, batch["input_ids"],
+                         torch.full_like(batch["input_ids"], IGNORE_INDEX))
+    labels[:, 1] = batch["input_ids"][:, 1]                  # at least one MLM target per row
+    nsp = torch.randint(0, 2, (B,), generator=g)
+    batch, labels, nsp = _to(batch, device), labels.to(device), nsp.to(device)
+    with torch.no_grad():
+        loss_diff = abs(course(**batch, labels=labels, next_sentence_label=nsp).loss.item()
+                        - hf(**batch, labels=labels, next_sentence_label=nsp).loss.item())
+    optimizers = {m: torch.optim.AdamW(m.parameters(), lr=1e-4) for m in (course, hf)}
+
+    def step(model):
+        opt = optimizers[model]
+        opt.zero_grad(set_to_none=True)
+        model(**batch, labels=labels, next_sentence_label=nsp).loss.backward()
+        opt.step()
+
+    t = time_interleaved({"hf": lambda: step(hf), "course": lambda: step(course)},
+                         repeats, sync=sync)
+    group = f"tiny-BERT pretraining step {B}x{T}"
+    return [_row(group, "course BertForPreTraining", "transformers BertForPreTraining",
+                 t["course"], t["hf"], diff=loss_diff,
+                 note=f"{B * T / t['course']:,.0f} vs {B * T / t['hf']:,.0f} tokens/s; "
+                      f"max abs diff: first loss")]
+
+
+def _any_hidden(model, batch):
+    """Token vectors of a course / Hugging Face / int8 BertModel or an ONNX Runtime encoder."""
+    out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                token_type_ids=batch["token_type_ids"])
+    return out[0] if isinstance(out, (tuple, list)) else out.last_hidden_state
+
+
+def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable[[int], int],
+                         cache_dir) -> list[dict]:
+    """Lesson 25's int8 and ONNX Runtime paths against the best fp32 path (CPU)."""
+    from course_lib import fast_inference as fi
+
+    candidates = {"torch int8, per tensor": fi.quantize_int8(course, per_channel=False),
+                  "torch int8, per channel": fi.quantize_int8(course, per_channel=True),
+                  "ONNX Runtime fp32": fi.onnx_session(course, int8=False, cache_dir=cache_dir),
+                  "ONNX Runtime int8, per channel": fi.onnx_session(course, int8=True,
+                                                                    per_channel=True,
+                                                                    cache_dir=cache_dir)}
+    rows = []
+    for batch in batches:
+        B, T = batch["input_ids"].shape
+        fp32 = {"course fp32": course, "Hugging Face SDPA fp32": hf_sdpa}
+        runs = {name: (lambda m=m: _any_hidden(m, batch))
+                for name, m in {**fp32, **candidates}.items()}
+        with torch.inference_mode():
+            t = time_interleaved(runs, repeats(B))
+        best = min(fp32, key=t.get)
+        reference = fi.embed(course, batch)
+        for name, model in candidates.items():
+            cosine = torch.nn.functional.cosine_similarity(fi.embed(model, batch), reference).min()
+            rows.append(_row(f"lesson 25 paths {B}x{T} (CPU)", name, f"best fp32 ({best})",
+                             t[name], t[best], cosine=cosine.item(),
+                             note="cosine: smallest over the batch, mean-pooled embeddings vs fp32"))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------------------------
+
+def machine() -> dict:
+    import transformers
+
+    device = __import__("course_lib.device", fromlist=["get_device"]).get_device()
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+    else:
+        name = platform.processor() or platform.machine()
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+        except OSError:
+            pass
+    return {"device": f"{device.type} ({name})", "cores": os.cpu_count(),
+            "torch threads": torch.get_num_threads(), "torch": torch.__version__,
+            "transformers": transformers.__version__}
+
+
+def run_bench(quick: bool = False, out: Path | None = None, cache_dir: Path | None = None,
+              repeats: int | None = None) -> pd.DataFrame:
+    """Run every group; write the CSV (default build/bench.csv) and return the table."""
+    from course_lib.device import get_device
+
+    device = get_device()
+    sync = _synchronizer(device)
+    course, hf_eager, hf_sdpa, tokenizer = _models(quick, device)
+    g = torch.Generator().manual_seed(0)
+    if quick:
+        shapes = [(4, 16), (1, 16)]
+        batches = [_random_batch(course.config.vocab_size, B, T, False, g) for B, T in shapes]
+        padded = _random_batch(course.config.vocab_size, 4, 16, True, g)
+    else:
+        batches = [real_token_batch(tokenizer, 32, 128), real_token_batch(tokenizer, 1, 128)]
+        padded = _padded_real_batch(tokenizer)
+
+    def n(batch_size: int) -> int:
+        """Repeats: fewer for the big batch (each call takes ~0.5 s on 2 CPU cores)."""
+        if repeats:
+            return repeats
+        if quick:
+            return 2
+        return (5 if batch_size > 1 else 30) * (3 if device.type == "cuda" else 1)
+
+    rows = []
+    for batch in batches:
+        rows += bench_forward(course, hf_eager, hf_sdpa, _to(batch, device),
+                              n(batch["input_ids"].shape[0]), sync,
+                              padded_batch=_to(padded, device))
+    rows += bench_pretraining(quick, device, repeats or (2 if quick else 20), sync)
+    if device.type == "cpu":
+        rows += bench_fast_inference(course, hf_sdpa, batches[::-1],
+                                     lambda B: min(n(B), 3) if B > 1 else n(B) // 2 or 1,
+                                     cache_dir)
+    else:
+        rows.append(_row("lesson 25 paths", "int8 / ONNX Runtime", "-", float("nan"),
+                         float("nan"), note=f"CPU-only paths, skipped on {device.type}"))
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    for key, value in machine().items():
+        table[key] = value
+    out = Path(out) if out is not None else BUILD / "bench.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    return table
+
+
+def _fmt(value, digits):
+    return "" if value is None or pd.isna(value) else f"{value:.{digits}g}"
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """The README block: speed ratios (reference time / case time: above 1 = faster than the
+    reference), fidelity, and the machine."""
+    shown = pd.DataFrame({
+        "group": table["group"], "case": table["case"], "reference": table["reference"],
+        "speed vs reference": [_fmt(x, 3) + "×" if not pd.isna(x) else "" for x in table["speed ratio"]],
+        "max abs diff": [_fmt(x, 2) for x in table["max abs diff"]],
+        "cosine": [_fmt(x, 4) for x in table["cosine"]]})
+    m = table.iloc[0]
+    return (shown.to_markdown(index=False)
+            + f"\n\nSpeed vs reference: the reference's time divided by the case's (1.2× = 20% "
+              f"more throughput), medians of interleaved runs. Machine: {m['device']}, "
+              f"{m['cores']} cores, torch threads {m['torch threads']}, torch {m['torch']}, "
+              f"transformers {m['transformers']}. Absolute times: `build/bench.csv`.")
+
+
+def update_readme(table: pd.DataFrame, readme: Path | None = None) -> None:
+    kwargs = {} if readme is None else {"readme": readme}
+    replace_readme_block(BENCH_BEGIN, BENCH_END, markdown(table), **kwargs)

@@ -1,0 +1,66 @@
+"""course_tools.bench: every path runs (quick mode, a tiny random BERT) and the README block."""
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from course_tools import bench  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bench")
+    return bench.run_bench(quick=True, out=folder / "bench.csv", cache_dir=folder / "onnx"), folder
+
+
+def test_quick_bench_runs_every_path_and_writes_the_csv(table):
+    table, folder = table
+    again = pd.read_csv(folder / "bench.csv")
+    assert list(again.columns[:len(bench.COLUMNS)]) == bench.COLUMNS
+    groups = set(table["group"])
+    assert {"forward 4x16", "forward 1x16", "tiny-BERT pretraining step 4x16"} <= groups
+    cases = set(table["case"])
+    assert {"course BertModel", "Hugging Face eager", "course BertForPreTraining"} <= cases
+    if bench.machine()["device"].startswith("cpu"):
+        assert {"torch int8, per channel", "ONNX Runtime fp32",
+                "ONNX Runtime int8, per channel"} <= cases
+    assert (table["seconds"].dropna() > 0).all()
+    assert (table["speed ratio"].dropna() > 0).all()
+    # the course model equals Hugging Face's (same weights) and the pretraining losses agree
+    course = table[table["case"] == "course BertModel"]
+    assert (course["max abs diff"] <= 1e-5).all()
+    step = table[table["case"] == "course BertForPreTraining"]
+    assert (step["max abs diff"] <= 1e-5).all()
+    assert (table["cosine"].dropna() > 0.9).all()
+    for key in ("cores", "torch threads", "torch", "device"):
+        assert key in table.columns
+
+
+def test_readme_block_shows_ratios_and_the_machine(table, tmp_path):
+    table, _ = table
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{bench.BENCH_BEGIN}\nold\n{bench.BENCH_END}\n\nafter\n")
+    bench.update_readme(table, readme=readme)
+    text = readme.read_text()
+    assert "old" not in text and text.endswith("after\n")
+    assert "speed vs reference" in text and "×" in text and "torch threads" in text
+    assert "seconds" not in text.split(bench.BENCH_BEGIN)[1].split("|\n\n")[0]  # ratios, not times
+
+
+def test_readme_has_the_bench_markers():
+    from course_tools import ROOT
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.count(bench.BENCH_BEGIN) == 1 and text.count(bench.BENCH_END) == 1
+
+
+def test_interleaved_timer_calls_every_function_each_round():
+    calls = []
+    t = bench.time_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                               repeats=3, warmup=1)
+    assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
+    assert set(t) == {"a", "b"} and all(v >= 0 for v in t.values())
