@@ -20,6 +20,7 @@ import copy
 import hashlib
 import io
 import json
+import logging
 import statistics
 import time
 import warnings
@@ -247,8 +248,13 @@ def onnx_file(model: nn.Module, *, int8: bool, per_channel: bool = True,
 
         start = time.perf_counter()
         tmp = int8_path.with_suffix(".tmp.onnx")
-        quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8,
-                         per_channel=per_channel)
+        root = logging.getLogger()
+        level, root.level = root.level, logging.ERROR     # "consider pre-processing" notices
+        try:
+            quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8,
+                             per_channel=per_channel)
+        finally:
+            root.setLevel(level)
         tmp.replace(int8_path)
         LAST_BUILD["quantize_s"] = time.perf_counter() - start
     return int8_path
