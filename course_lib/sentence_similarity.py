@@ -32,6 +32,7 @@ PARAPHRASE, RELATED, UNRELATED = 2, 1, 0
 LABELS = (PARAPHRASE, RELATED, UNRELATED)
 
 Pair = tuple[str, str, int]
+MAX_PER_LABEL = 1000  # the pydoc sentences allow about that many distinct pairs per label
 
 
 @dataclass(frozen=True)
@@ -276,8 +277,9 @@ def similarity_pairs(seed: int = 0, n_per_label: int = 120) -> list[Pair]:
     Each pair's sentences are distinct; no pair appears twice."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed: expected an int, got {type(seed).__name__}")
-    if isinstance(n_per_label, bool) or not isinstance(n_per_label, int) or n_per_label < 2:
-        raise ValueError(f"n_per_label: expected an int >= 2, got {n_per_label!r}")
+    if (isinstance(n_per_label, bool) or not isinstance(n_per_label, int)
+            or not 2 <= n_per_label <= MAX_PER_LABEL):
+        raise ValueError(f"n_per_label: expected an int in [2, {MAX_PER_LABEL}], got {n_per_label!r}")
     rng = random.Random(seed)
     pairs: list[Pair] = []
     seen: set[tuple[str, str]] = set()
@@ -287,7 +289,7 @@ def similarity_pairs(seed: int = 0, n_per_label: int = 120) -> list[Pair]:
             made, tries = 0, 0
             while made < n:
                 tries += 1
-                if tries > 100 * n + 1000:
+                if tries > 50 * n + 500:
                     raise ValueError(f"n_per_label: {n_per_label} distinct pairs of label "
                                      f"{label} could not be drawn; ask for fewer")
                 a, b, lab = source(label, rng)
@@ -298,3 +300,44 @@ def similarity_pairs(seed: int = 0, n_per_label: int = 120) -> list[Pair]:
                 made += 1
     rng.shuffle(pairs)
     return pairs
+
+
+# -- scoring: rank statistics, written out (no scipy / scikit-learn needed) ---------------------
+
+def _ranks(values) -> "np.ndarray":
+    """Average ranks 1..n (ties share the mean of their ranks), as scipy.stats.rankdata."""
+    import numpy as np
+    import pandas as pd
+
+    return pd.Series(np.asarray(values, dtype=float)).rank(method="average").to_numpy()
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation: Pearson's r of the average ranks of x and y."""
+    import numpy as np
+
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError(f"x, y: expected two sequences of one length >= 2, got {x.size} and {y.size}")
+    rx, ry = _ranks(x), _ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    denominator = float(np.sqrt((rx * rx).sum() * (ry * ry).sum()))
+    if denominator == 0:
+        raise ValueError("x, y: a constant sequence has no rank correlation")
+    return float((rx * ry).sum() / denominator)
+
+
+def roc_auc(scores, positive) -> float:
+    """Area under the ROC curve = the probability that a random positive scores above a random
+    negative (ties count 1/2): the Mann-Whitney U statistic over n_pos * n_neg."""
+    import numpy as np
+
+    scores = np.asarray(scores, dtype=float).ravel()
+    positive = np.asarray(positive, dtype=bool).ravel()
+    if scores.shape != positive.shape:
+        raise ValueError(f"positive: expected {scores.size} flags like scores, got {positive.size}")
+    n_pos, n_neg = int(positive.sum()), int((~positive).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError(f"positive: expected both classes, got {n_pos} positives, {n_neg} negatives")
+    ranks = _ranks(scores)
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))

@@ -84,3 +84,22 @@ def test_doc_sentences_real_prose():
 def test_bad_inputs(kwargs, name):
     with pytest.raises(ValueError, match=name):
         similarity_pairs(**kwargs)
+
+
+def test_rank_statistics_against_scipy_and_sklearn():
+    import numpy as np
+    stats = pytest.importorskip("scipy.stats")
+    metrics = pytest.importorskip("sklearn.metrics")
+    from course_lib.sentence_similarity import roc_auc, spearman
+
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        x = np.round(rng.normal(size=50), 1)            # ties on purpose
+        y = rng.integers(0, 3, size=50)
+        assert abs(spearman(x, y) - stats.spearmanr(x, y).statistic) < 1e-12
+        pos = y > 0
+        assert abs(roc_auc(x, pos) - metrics.roc_auc_score(pos, x)) < 1e-12
+    with pytest.raises(ValueError, match="positive"):
+        roc_auc([1.0, 2.0], [True, True])
+    with pytest.raises(ValueError, match="x, y"):
+        spearman([1.0, 2.0], [1.0])
