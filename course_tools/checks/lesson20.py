@@ -2,7 +2,7 @@
 import torch
 
 from course_lib.lm_masks import elmo_predictive_states, lm_attention_mask
-from ..grading import CheckFailed, exercise, expect, expect_tensor
+from ..grading import CheckFailed, exercise, expect_tensor
 
 DIRECTIONS = ("forward", "backward", "bidirectional")
 
@@ -84,4 +84,3 @@ def check_elmo_states(fn, rng):
                 raise CheckFailed(f"[{name}] row {r}, position {i}: the {label} is wrong "
                                   f"(expected {expected[r, i, half].tolist()}, got "
                                   f"{got[r, i, half].tolist()})")
-        expect(True, "")
