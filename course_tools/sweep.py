@@ -57,7 +57,7 @@ def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dic
            "OMP_NUM_THREADS": str(run.threads), "TQDM_MININTERVAL": "3600",
            # idle OpenMP threads sleep instead of spinning: same results, and a 2-thread run on a
            # busy machine no longer slows to a crawl (measured: 6 min 48 s -> 2 min for lesson 24)
-           "OMP_WAIT_POLICY": "PASSIVE"}
+           "OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0"}
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     try:
