@@ -182,9 +182,9 @@ class DecoderLayer(nn.Module):
         return self.dropout1(self.self_attn(x, x, x, mask=mask, need_weights=False)[0])
 
     def _ca_block(self, x, memory, mask):
-        # queries from the decoder, keys and values from the encoder output
-        return self.dropout2(self.multihead_attn(x, memory, memory, mask=mask,
-                                                 need_weights=False)[0])
+        # queries from the decoder, keys and values from the encoder output. The explicit path:
+        # its weights stay visible to forward hooks on `multihead_attn` (lesson 11 reads them).
+        return self.dropout2(self.multihead_attn(x, memory, memory, mask=mask)[0])
 
     def _ff_block(self, x):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
