@@ -78,14 +78,20 @@ def _minilm_batch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hf_logging.disable_progress_bar()   # no "Loading weights" bar in the feedback
-        from sentence_transformers.models import Pooling
         tokenizer = BertTokenizerFast.from_pretrained(str(minilm_path()))
         model = BertModel.from_pretrained(str(minilm_path())).eval()
     enc = tokenizer(list(TEXTS), padding=True, return_tensors="pt")
     with torch.no_grad():
         hidden = model(**enc).last_hidden_state                       # (B, T, 384)
-    reference = Pooling(hidden.shape[-1], pooling_mode="mean")(
-        {"token_embeddings": hidden, "attention_mask": enc["attention_mask"]})["sentence_embedding"]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from sentence_transformers.models import Pooling
+        reference = Pooling(hidden.shape[-1], pooling_mode="mean")(
+            {"token_embeddings": hidden, "attention_mask": enc["attention_mask"]})["sentence_embedding"]
+    except ImportError:  # sentence-transformers' formula, written out: sum / max(count, 1e-9)
+        m = enc["attention_mask"].unsqueeze(-1).float()
+        reference = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
     return hidden, enc["attention_mask"], reference
 
 
