@@ -313,7 +313,7 @@ def run_bench(quick: bool = False, out: Path | None = None, cache_dir: Path | No
             return repeats
         if quick:
             return 2
-        return (5 if batch_size > 1 else 30) * (3 if device.type == "cuda" else 1)
+        return (10 if batch_size > 1 else 40) * (3 if device.type == "cuda" else 1)
 
     rows = []
     for batch in batches:
