@@ -14,7 +14,8 @@ from .manifest import LESSONS, available
 def _select(only: list[str] | None):
     lessons = available()
     if only:
-        lessons = [l for l in lessons if f"{l.number:02d}" in only or l.id in only]
+        wanted = {f"{int(x):02d}" if x.isdigit() else x for x in only}   # "1" and "01" both mean lesson 01
+        lessons = [l for l in lessons if f"{l.number:02d}" in wanted or l.id in wanted]
         if not lessons:
             raise SystemExit(f"--only: no lesson matches {only}")
     return lessons
