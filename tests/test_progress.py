@@ -50,7 +50,15 @@ def test_lessons_run_come_from_the_summary_and_the_executed_notebooks(build):
     table = progress.table().set_index("lesson")
     assert table.loc["03", "claims held"] == "yes" and table.loc["03", "lesson run"] != "not yet"
     assert table.loc["04", "lesson run"] == "not yet"
-    assert table.loc["18", "exercise"] == "-"  # lesson 18 has no exercise
+    assert table.loc["18", "exercise"] == "18_pretrained_parity.ipynb"
+
+
+def test_a_lesson_without_an_exercise_shows_a_dash(build, monkeypatch):
+    import dataclasses
+    lessons = [dataclasses.replace(l, has_exercise=False) if l.number == 18 else l for l in progress.LESSONS]
+    monkeypatch.setattr(progress, "LESSONS", lessons)
+    table = progress.table().set_index("lesson")
+    assert table.loc["18", "exercise"] == "-" and table.loc["18", "last score"] == "-"
 
 
 def test_course_grade_records_and_course_progress_shows_it(build, capsys):
