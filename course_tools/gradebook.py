@@ -54,6 +54,8 @@ def grade_class(folder, out, jobs: int | None = None, **options) -> dict:
     folder, out = Path(folder), Path(out)
     pairs = submissions(folder)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(pairs) or 1))
+    # as root the learner processes see an empty folder here: nobody runs a classmate's answer
+    options = {**options, "hide": (str(folder.resolve()),)}
     work = [(student, str(path), options) for student, path in pairs]
     if jobs == 1:
         rows = [_grade_one(w) for w in work]

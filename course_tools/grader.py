@@ -217,12 +217,13 @@ def _transform(source: str) -> str:
 
 
 def grade(path, cell_timeout: float = 60.0, item_timeout: float | None = None,
-          start_timeout: float = 180.0, limits=None) -> dict:
+          start_timeout: float = 180.0, limits=None, hide=()) -> dict:
     """Grade the notebook at `path`; returns {"score", "max_score", "items": [...]}.
+    `hide`: folders the learner's process must not see (as root; e.g. the class's submissions).
     Raises GradeError for a notebook that cannot be graded."""
     from .grading import load_all
     from .remote import LearnerDied, ProtocolError, Session, Timeout
-    from .sandbox import Limits
+    from .sandbox import Limits, SandboxError
     from .shortcuts import forbidden_for, static_findings
 
     item_timeout = cell_timeout if item_timeout is None else item_timeout
@@ -248,9 +249,14 @@ def grade(path, cell_timeout: float = 60.0, item_timeout: float | None = None,
         while True:
             if state["session"] is not None:
                 state["session"].close()
-            session = state["session"] = Session(path, forbidden, limits or Limits())
             try:
+                session = state["session"] = Session(path, forbidden, limits or Limits(), hide=hide)
                 session.start(start_timeout)
+            except SandboxError as error:   # the machine, not the learner: say what to fix
+                if state["session"] is not None:
+                    state["session"].close()
+                state["session"] = None
+                raise GradeError("sandbox", str(error)) from None
             except (LearnerDied, ProtocolError) as error:
                 session.close()
                 state["session"] = None

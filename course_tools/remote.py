@@ -175,8 +175,8 @@ class _Pickler(pickle.Pickler):
 class Session:
     """One learner process: run the cells once, then answer the checks' calls."""
 
-    def __init__(self, submission, forbidden: dict[str, list[str]], limits: Limits | None = None):
-        self.sandbox = Sandbox(submission, limits)
+    def __init__(self, submission, forbidden: dict[str, list[str]], limits: Limits | None = None, hide=()):
+        self.sandbox = Sandbox(submission, limits, hide=hide)
         self.forbidden = forbidden
         self.handles: dict[int, RemoteObject] = {}
         self.mirrors: dict[int, RemoteTensor] = {}

@@ -7,6 +7,10 @@
 - as root: an unprivileged uid/gid of its own (no passwd entry needed), so it cannot write the
   course's files or other submissions (they are not writable by that uid), and every process of
   that uid can be found and killed; without root it runs as the grader's user (see README);
+- as root, a private mount and network namespace (`_mount_namespace`): the course read-only with
+  its solutions, tests, checks and history emptied, the submissions' folder hidden, private
+  /tmp, /var/tmp and /dev/shm, only its own processes in /proc, no network - and the course, its
+  environment and Python reachable even when they sit under a folder only root can enter;
 - the parent is a child subreaper (Linux), so processes that detach with `setsid` are
   re-parented to it and found by the final sweep, which kills every descendant.
 """
@@ -30,39 +34,87 @@ from .wire import HEADER, ProtocolError
 
 PR_SET_CHILD_SUBREAPER = 36
 UID_BASE = 210_000
-CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
+CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+# Temporary folders the learner could leave files in: each gets a private, empty tmpfs.
+PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+# Course folders the learner's code has no business reading (answers, the graded checks'
+# hidden cases, the history that holds both): empty and read-only in the learner's view.
+HIDDEN_IN_COURSE = ("solutions", "tests", ".git", "course_tools/checks")
 
 
-def _mount_namespace(workdir: Path, hide: list[Path], readonly: list[Path]) -> None:
-    """In the child, as root: a private mount namespace in which the course is read-only,
-    `hide` (the submissions' folder) is an empty tmpfs, and an interpreter installed under a
-    home the sandbox uid cannot enter (e.g. /root/.pyenv) is bound into an empty tmpfs."""
+class SandboxError(RuntimeError):
+    """The learner's process could not be isolated; the message names the cause and the fix."""
+
+
+def closed_ancestor(path: Path) -> Path | None:
+    """The topmost folder above `path` that other users cannot enter (no o+x), or None.
+    The sandbox uid needs to pass through it to reach the course and its interpreter."""
+    for folder in reversed(path.parents):
+        if folder != Path("/") and not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None
+
+
+def _topmost(paths) -> list[Path]:
+    """`paths` without those that lie inside another one of them."""
+    paths = sorted(set(paths), key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in paths:
+        if not any(k == path or k in path.parents for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _mount_namespace(needed: list[Path], course: Path, hide: list[Path]) -> None:
+    """In the child, as root, before it becomes the sandbox uid: a private mount and network
+    namespace in which
+
+    - every folder the sandbox uid cannot enter on the way to `needed` (the course, the
+      virtual environment, the interpreter, the working directory) is an empty tmpfs through
+      which only the needed folders are bound again - so a course cloned into /root, a
+      `mktemp -d` folder or a mode-700 home grades like one in /srv;
+    - /tmp, /var/tmp and /dev/shm are private and empty: whatever the learner writes there is
+      gone when the process ends;
+    - the course is read-only, its solutions, tests, checks and git history are empty, and
+      `hide` (the submissions' folder) is an empty tmpfs;
+    - /proc shows only the learner's own processes (hidepid), and there is no network."""
     libc = ctypes.CDLL(None, use_errno=True)
 
     def mount(src, dst, fstype, flags, data=None):
         if libc.mount(src and str(src).encode(), str(dst).encode(), fstype and fstype.encode(),
                       flags, data and data.encode()) != 0:
-            raise OSError(ctypes.get_errno(), f"mount {dst}")
-    if libc.unshare(CLONE_NEWNS) != 0:
-        raise OSError(ctypes.get_errno(), "unshare")
+            raise OSError(ctypes.get_errno(), f"mount {fstype or 'bind'} on {dst}")
+    if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "unshare (mount and network namespaces)")
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    prefix = Path(os.path.realpath(sys.base_prefix))
-    closed = next((a for a in reversed(prefix.parents) if a != Path("/") and not (os.stat(a).st_mode & 0o001)),
-                  None)
-    if closed is not None:
-        stage = workdir / ".prefix"
-        mount(prefix, stage, None, MS_BIND | MS_REC)
-        mount("none", closed, "tmpfs", 0, "mode=755")
-        target = closed / prefix.relative_to(closed)
-        target.mkdir(parents=True, exist_ok=True)
-        mount(stage, target, None, MS_BIND | MS_REC)
-        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-    for path in readonly:
-        mount(path, path, None, MS_BIND | MS_REC)
-        mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-    for path in hide:
-        mount("none", path, "tmpfs", MS_RDONLY, "mode=555")
+    # Hold each needed folder open before anything covers it, then bind it back through
+    # /proc/self/fd: no staging folder is needed, wherever the folders are.
+    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in needed}
+    covers = _topmost([c for c in map(closed_ancestor, needed) if c is not None]
+                      + [Path(t) for t in PRIVATE_TMP if os.path.isdir(t) and not os.path.islink(t)])
+    for cover in covers:
+        mode = "1777" if str(cover) in PRIVATE_TMP else "755"
+        mount("none", cover, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}")
+    for path, fd in handles.items():
+        if any(c == path or c in path.parents for c in covers):
+            for folder in [*reversed(path.relative_to(path.anchor).parents), path.relative_to(path.anchor)]:
+                target = Path(path.anchor) / folder
+                if not target.exists():
+                    target.mkdir()
+                    os.chmod(target, 0o755)
+            mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        os.close(fd)
+    mount(course, course, None, MS_BIND | MS_REC)
+    mount(None, course, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+    for path in [course / name for name in HIDDEN_IN_COURSE] + hide:
+        if path.is_dir() and not any(path == n or path in n.parents for n in needed):
+            mount("none", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=555")
+    try:
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+    except OSError:  # a container that forbids a new proc: other processes stay visible (README)
+        pass
 
 
 @dataclass
@@ -83,6 +135,14 @@ def _subreaper() -> None:
         pass
 
 
+def _open_temp_dir() -> str:
+    """The system temp folder, unless it lies under a closed folder (then /tmp or /dev/shm)."""
+    for candidate in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
+        if os.path.isdir(candidate) and closed_ancestor(Path(candidate).resolve() / "x") is None:
+            return candidate
+    return tempfile.gettempdir()
+
+
 def sandbox_uid() -> int | None:
     """A uid of this grader process's own (root only): distinct across parallel graders."""
     return UID_BASE + os.getpid() % 60_000 if os.geteuid() == 0 else None
@@ -101,11 +161,11 @@ class Sandbox:
         self.limits = limits or Limits()
         self.hide = [Path(os.path.realpath(h)) for h in hide]
         self.uid = sandbox_uid()
-        self.dir = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="course-grade-", dir=_open_temp_dir()))
         os.chmod(self.dir, 0o700)
         if submission is not None:
             shutil.copyfile(submission, self.dir / "submission.ipynb")
-        for sub in ("home", "tmp", ".prefix"):
+        for sub in ("home", "tmp"):
             (self.dir / sub).mkdir()
         if self.uid is not None:
             for path in (self.dir, *self.dir.rglob("*")):
@@ -113,14 +173,33 @@ class Sandbox:
         self.proc: subprocess.Popen | None = None
         _subreaper()
 
+    def _needed(self) -> list[Path]:
+        """What the sandbox uid must reach: its folder, the course, the environment, Python."""
+        return _topmost([self.dir, ROOT.resolve(), Path(os.path.realpath(sys.prefix)),
+                         Path(os.path.realpath(sys.base_prefix))])
+
+    def _preflight(self) -> None:
+        """As root: every needed folder other than its own must be open to other users, since
+        the learner runs as a uid of its own (closed folders *above* them are handled)."""
+        for path in self._needed():
+            if path != self.dir and (os.stat(path).st_mode & 0o005) != 0o005:
+                raise SandboxError(
+                    f"{path} is readable only by its owner (mode {os.stat(path).st_mode & 0o777:o}); as "
+                    f"root the grader runs the learner's code as an unprivileged uid, which must read "
+                    f"it. Fix: chmod o+rX {path} (folders above it may stay closed).")
+
     # ------------------------------------------------------------ process
     def start(self) -> None:
         limits, uid, workdir = self.limits, self.uid, self.dir
-        keep = [workdir, ROOT, Path(sys.prefix), Path(os.path.realpath(sys.base_prefix))]
+        needed = self._needed() if uid is not None else []
+        if uid is not None:
+            self._preflight()
         hide = [h for h in self.hide if h.is_dir() and h != Path("/") and
-                not any(k == h or h in k.parents or k in h.parents for k in keep)]
+                not any(k == h or h in k.parents or k in h.parents for k in needed)]
+        course = ROOT.resolve()
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
+        why_r, why_w = os.pipe()   # the child's reason when isolating it fails
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.dir / "home"), "TMPDIR": str(self.dir / "tmp"),
                "LANG": "C.UTF-8", "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.dir / "tmp"),
                "IPYTHONDIR": str(self.dir / "tmp"), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -133,16 +212,33 @@ class Sandbox:
             resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             if uid is not None:
-                _mount_namespace(workdir, hide, [ROOT])
+                try:
+                    _mount_namespace(needed, course, hide)
+                except OSError as error:
+                    os.write(why_w, f"{error.strerror or error} ({error.filename or error.args[-1]})".encode())
+                    raise
                 resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
                 os.setgroups([])
                 os.setgid(uid)
                 os.setuid(uid)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", "-m", "course_tools.driver"], cwd=self.dir, env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=None if os.environ.get("COURSE_GRADE_DEBUG") else subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=preexec, pass_fds=(to_child_r, from_child_w))
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-B", "-m", "course_tools.driver"], cwd=self.dir, env=env,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=None if os.environ.get("COURSE_GRADE_DEBUG") else subprocess.DEVNULL,
+                start_new_session=True, preexec_fn=preexec, pass_fds=(to_child_r, from_child_w))
+        except (subprocess.SubprocessError, OSError) as error:
+            os.close(why_w)
+            why = os.read(why_r, 4096).decode(errors="replace")
+            os.close(why_r)
+            for fd in (to_child_r, from_child_w, self._to_child, self._from_child):
+                os.close(fd)
+            raise SandboxError(
+                "cannot start the isolated learner process: " + (why or f"{type(error).__name__}: {error}")
+                + (". As root the grader needs to create mount and network namespaces (a container "
+                   "needs --cap-add SYS_ADMIN, or run the grader as an ordinary user)" if why else "")) from None
+        os.close(why_w)
+        os.close(why_r)
         os.close(to_child_r)
         os.close(from_child_w)
 
