@@ -1,7 +1,59 @@
-"""Repository-wide pytest set-up (the notebook kernels that nbval and papermill start inherit it)."""
+"""Repository-wide pytest set-up (the notebook kernels that nbval and papermill start inherit it).
+
+Markers (`pytest -m unit` runs in under a minute; CONTRIBUTING.md):
+- unit: the library and the tools, no notebook executed, nothing graded;
+- notebooks: executes lessons or exercises (nbval, papermill);
+- grader: grades notebooks in the sandbox (the grader, the self-check's verdicts, progress);
+- browser: the site and JupyterLab in Chromium (browser_tests/, `make test-browser`).
+A test file may set `pytestmark` itself; otherwise its marker comes from MARKERS below.
+"""
 import os
+import tempfile
+
+import pytest
 
 os.environ.setdefault("TQDM_MININTERVAL", "3600")  # one bar update per loop: stable outputs
 # One BLAS/OpenMP thread: the course's models are tiny, a second thread only adds synchronisation,
 # and results are bit-identical run to run only at a fixed thread count.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# Caches that Jupyter, IPython, matplotlib and Hugging Face would write under $HOME go to one
+# folder in the system temp instead: `make test` changes nothing outside the checkout and /tmp.
+_SCRATCH = os.path.join(tempfile.gettempdir(), f"course-tests-{os.getuid() if hasattr(os, 'getuid') else 0}")
+for _name, _sub in (("XDG_CACHE_HOME", "cache"), ("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"),
+                    ("JUPYTER_RUNTIME_DIR", "jupyter-runtime")):
+    if _name not in os.environ:
+        os.makedirs(os.path.join(_SCRATCH, _sub), mode=0o700, exist_ok=True)
+        os.environ[_name] = os.path.join(_SCRATCH, _sub)
+
+MARKERS = {
+    "unit": "the library and the tools: no notebook executed, nothing graded (under a minute)",
+    "notebooks": "executes lessons or exercises (nbval, papermill)",
+    "grader": "grades notebooks in the sandbox: grader, self-check verdicts, progress",
+    "browser": "the site and JupyterLab in Chromium (make test-browser)",
+}
+BY_FILE = {
+    "test_lessons.py": "notebooks", "test_runner.py": "notebooks", "test_selfcheck.py": "grader",
+    "test_grading.py": "grader", "test_grader_attacks.py": "grader", "test_grader_class.py": "grader",
+    "test_progress.py": "grader", "test_learner_desk.py": "grader", "test_gradescope.py": "grader",
+    "test_verdicts.py": "grader", "test_corpus.py": "grader",
+}
+
+
+def pytest_configure(config):
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.get_closest_marker(name) for name in MARKERS):
+            continue
+        path = item.path
+        if "browser_tests" in path.parts:
+            kind = "browser"
+        elif path.suffix == ".ipynb":
+            kind = "notebooks"
+        else:
+            kind = BY_FILE.get(path.name, "unit")
+        item.add_marker(getattr(pytest.mark, kind))

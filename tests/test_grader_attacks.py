@@ -24,6 +24,11 @@ EX00 = ROOT / "exercises" / "00_welcome.ipynb"
 EX04 = ROOT / "exercises" / "04_attention_complexity.ipynb"
 EX13 = ROOT / "exercises" / "13_wordpiece_vs_bpe.ipynb"
 CHECK01 = ROOT / "course_tools" / "checks" / "lesson01.py"
+AS_ROOT = os.geteuid() == 0
+# What only root can defend: a uid of its own (read-only course, other submissions out of reach)
+# and a process limit. As an ordinary user the learner's process runs as that user (README), so
+# these attacks are neither run nor asserted: they would really change the files they aim at.
+ROOT_ONLY = "needs root: as an ordinary user the learner's process runs as you and can write your files"
 
 
 def _answers(stem):
@@ -52,7 +57,7 @@ def _notebook(exercise, answer, added=(), name=None, edit=None):
     return nb, name or exercise.name
 
 
-def _attacks(victim: Path):
+def _attacks(victim: Path, course_victim: Path):
     """name -> (notebook, file name, expected points per item or a callable on the report)."""
     loop = SDPA.replace("    scores = q @ k", "    while mask is not None:\n        pass\n    scores = q @ k")
     return {
@@ -126,7 +131,7 @@ def _attacks(victim: Path):
         # --- writes to course files and to another submission
         "write-files": _notebook(EX01, WRONG + "for target in (%r, %r):\n"
                                  "    try:\n        open(target, 'a').write('\\n# pwned\\n')\n"
-                                 "    except OSError:\n        pass\n" % (str(CHECK01), str(victim))),
+                                 "    except OSError:\n        pass\n" % (str(course_victim), str(victim))),
         # --- forged or malformed result output on the reply pipe
         "forged-pipe": _notebook(EX01, "import os, struct\n"
                                  "def scaled_dot_product_attention(q, k, v, mask=None):\n"
@@ -187,20 +192,29 @@ def graded(tmp_path_factory):
     victim.parent.mkdir()
     nbformat.write(_notebook(EX01, SDPA)[0], victim)
     victim_bytes = victim.read_bytes()
+    # the course file the write-files attack aims at: as root one the test creates inside the
+    # (read-only for the learner) course; otherwise a throw-away file - never a tracked one
+    course_victim = (ROOT / "build" if AS_ROOT else folder) / f"attack-victim-{os.getpid()}.py"
+    course_victim.parent.mkdir(exist_ok=True)
+    course_victim.write_text("# a course file\n")
     before = _hashes()
     paths = {}
-    for name, (nb, file_name) in _attacks(victim).items():
+    for name, (nb, file_name) in _attacks(victim, course_victim).items():
         (folder / name).mkdir()
         paths[name] = folder / name / file_name
         nbformat.write(nb, paths[name])
     names = list(paths)
-    with ProcessPoolExecutor(2) as pool:
-        reports = dict(zip(names, pool.map(_grade, [str(paths[n]) for n in names])))
-    reports["_victim_after"] = _grade(str(victim))
+    try:
+        with ProcessPoolExecutor(2) as pool:
+            reports = dict(zip(names, pool.map(_grade, [str(paths[n]) for n in names])))
+        reports["_victim_after"] = _grade(str(victim))
+        course_victim_unchanged = b"# pwned" not in course_victim.read_bytes()
+    finally:
+        course_victim.unlink()
     after = _hashes()   # other people may edit the checkout meanwhile: look for the attack's mark
     changed = [f for f in before if after.get(f) != before[f] and b"# pwned" in Path(f).read_bytes()]
-    return {"reports": reports, "unchanged": not changed and not CHECK01.read_bytes().count(b"# pwned"), "victim_unchanged": victim.read_bytes() == victim_bytes,
-            "leftovers": _leftovers()}
+    return {"reports": reports, "course_unchanged": not changed, "course_victim_unchanged": course_victim_unchanged,
+            "victim_unchanged": victim.read_bytes() == victim_bytes, "leftovers": _leftovers()}
 
 
 def _points(report):
@@ -249,11 +263,17 @@ def test_honest_and_harmless_variants_get_full_marks(graded, name):
     assert report.get("score") == report.get("max_score") == 5, report
 
 
-def test_no_process_left_and_no_file_changed(graded):
+def test_no_process_left_and_no_tracked_file_changed(graded):
     assert graded["leftovers"] == []
-    assert graded["unchanged"], "a course file changed while grading hostile submissions"
-    assert graded["victim_unchanged"], "another student's submission changed"
+    assert graded["course_unchanged"], "a course file changed while grading hostile submissions"
     assert graded["reports"]["_victim_after"]["score"] == 5
+
+
+def test_learner_cannot_write_the_course_or_another_submission(graded):
+    if not AS_ROOT:
+        pytest.skip(ROOT_ONLY)
+    assert graded["course_victim_unchanged"], "the learner's process wrote a file of the course"
+    assert graded["victim_unchanged"], "another student's submission changed"
 
 
 def test_feedback_never_carries_the_environment(graded, monkeypatch):

@@ -1,8 +1,9 @@
-"""`course grade-class` on 30 mixed submissions: blank, solved, partly solved, hostile. The CSV
+"""`course grade-class` on 36 mixed submissions: blank, solved, partly solved, hostile. The CSV
 and the histogram are written, every student gets what their own notebook deserves (a hostile
 neighbour changes nothing), and the course's files and the submissions are byte-identical."""
 import csv
 import hashlib
+import os
 import json
 import subprocess
 import sys
@@ -24,14 +25,22 @@ def _solution_answers(stem):
 SDPA = _solution_answers("01_scale_sqrt_dk.ipynb")[0]
 SOFTMAX = _solution_answers("00_welcome.ipynb")[0]
 UNMASKED_ONLY = SDPA.replace("    scores = q @ k", "    if mask is not None:\n        raise ValueError('todo')\n    scores = q @ k")
-HOSTILE = [
+HOSTILE = [   # safe to grade as anyone: they can only hurt their own score
     "from course_lib.attention import scaled_dot_product_attention\n",
-    "import glob\nfor f in glob.glob('/tmp/**/*.ipynb', recursive=True):\n    open(f, 'w').write('{}')\n"
-    "def scaled_dot_product_attention(q, k, v, mask=None):\n    raise ValueError\n",
-    "import os\nwhile True:\n    os.fork()\n",
     "def scaled_dot_product_attention(q, k, v, mask=None):\n    while True:\n        pass\n",
     "import torch\nx = torch.ones(8 * 1024**3)\n",
 ]
+# Only root can defend against these (a uid of its own, a process limit, the submissions' folder
+# hidden): as an ordinary user they would really overwrite notebooks in /tmp and fork without bound.
+HOSTILE_AS_ROOT = [
+    "import glob\nfor f in glob.glob('/tmp/**/*.ipynb', recursive=True):\n    open(f, 'w').write('{}')\n"
+    "def scaled_dot_product_attention(q, k, v, mask=None):\n    raise ValueError\n",
+    "import os\nwhile True:\n    os.fork()\n",
+    # a classmate's solved notebook (s01 is "solved"): run its answer as one's own
+    "import json\nexec(next(''.join(c['source']) for c in json.load(open({classmate!r}))['cells']\n"
+    "     if 'answer' in c['metadata'].get('tags', [])))\n",
+]
+AS_ROOT = os.geteuid() == 0
 
 
 def _write(folder, student, exercise, answer):
@@ -47,11 +56,16 @@ def _digest(paths):
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
 
 
-def test_grade_class_on_30_mixed_submissions(tmp_path):
+def test_grade_class_on_36_mixed_submissions(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
     expected = {}
-    for i in range(30):
+    classmate = folder / "s01" / EX01.name
+    hostile = HOSTILE + [h.replace("{classmate!r}", repr(str(classmate))) for h in HOSTILE_AS_ROOT] * AS_ROOT
+    if not AS_ROOT:
+        print("grade-class: the attacks only root defends (overwriting /tmp, a fork bomb, reading a classmate's "
+              "notebook) are not run: as an ordinary user the learner's process runs as you")
+    for i in range(36):
         student = f"s{i:02d}"
         kind = ["blank", "solved", "partial", "hostile", "solved00", "blank00"][i % 6]
         if kind == "blank":
@@ -61,7 +75,7 @@ def test_grade_class_on_30_mixed_submissions(tmp_path):
         elif kind == "partial":
             _write(folder, student, EX01, UNMASKED_ONLY); expected[student] = ("01", 2)
         elif kind == "hostile":
-            _write(folder, student, EX01, HOSTILE[(i // 6) % len(HOSTILE)]); expected[student] = ("01", 0)
+            _write(folder, student, EX01, hostile[(i // 6) % len(hostile)]); expected[student] = ("01", 0)
         elif kind == "solved00":
             _write(folder, student, EX00, SOFTMAX); expected[student] = ("00", 1)
         else:
@@ -75,7 +89,7 @@ def test_grade_class_on_30_mixed_submissions(tmp_path):
                           capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = list(csv.DictReader(out.open()))
-    assert len(rows) == 30 and set(rows[0]) == {"student", "lesson", "file", "score", "max", "points", "error"}
+    assert len(rows) == 36 and set(rows[0]) == {"student", "lesson", "file", "score", "max", "points", "error"}
     for row in rows:
         lesson, score = expected[row["student"]]
         assert (row["lesson"], int(row["score"]), row["error"]) == (lesson, score, ""), row

@@ -39,4 +39,5 @@ def check_softmax(fn, rng):
     expect_tensor("large inputs 1000, 1001, 1002", got_big)
     expect(not torch.isnan(got_big).any(), "[large inputs 1000, 1001, 1002] got NaN: subtract the row "
            "maximum before exp() - softmax(x) = softmax(x - c) for any constant c")
-    expect_close("large inputs 1000, 1001, 1002", got_big, expected[-1], atol=1e-6)
+    # float32 spacing at 1000 is 6e-5: an honest x - logsumexp(x) is off by ~1e-5 there
+    expect_close("large inputs 1000, 1001, 1002", got_big, expected[-1], atol=1e-4)
