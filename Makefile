@@ -5,19 +5,22 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The exact version of every package installed (pip constraints); `make lock` regenerates it.
+LOCK   := requirements.lock
 # JupyterLab settings shipped inside the environment (no news pop-up, the course kernel): course_tools/lab.py
 LABSET := $(VENV)/share/jupyter/lab/settings/overrides.d/course.json
 
-.PHONY: install course test lab exercises notebooks timing sweep bench clean site test-browser
+.PHONY: install course test lab exercises notebooks timing sweep bench clean site test-browser lock
 
 install: $(STAMP) $(LABSET)
 
-$(STAMP): pyproject.toml
+# Every install is constrained by the lock: the exact versions CI was run with (course_tools/deps.py).
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade pip -c $(LOCK)
 	# torch first, pinned: this version installs the CPU build from the local disk.
-	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet torch==2.13.0 -c $(LOCK)
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[test]"
 	touch $(STAMP)
 
 $(LABSET): $(STAMP) course_tools/lab.py
@@ -53,8 +56,8 @@ bench: install
 # Playwright); the browser is the system's Chromium (apt-get install chromium fonts-noto-cjk).
 SITE_STAMP := $(VENV)/.site-installed
 
-$(SITE_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[site]"
+$(SITE_STAMP): $(STAMP) pyproject.toml $(LOCK)
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e ".[test,site]"
 	touch $@
 
 site: install $(SITE_STAMP)
@@ -62,6 +65,21 @@ site: install $(SITE_STAMP)
 
 test-browser: site
 	$(BIN)/python -m pytest browser_tests
+
+# After changing dependencies in pyproject.toml: resolve everything afresh in a throwaway venv (the
+# core install, then the site extra, as `make install` and `make site` do), freeze it into
+# requirements.lock and regenerate environment.yml from pyproject.toml and the lock.
+LOCK_VENV := build/lock-venv
+
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(LOCK_VENV)/bin/python -m pip install --quiet -e ".[test]"
+	$(LOCK_VENV)/bin/python -m pip install --quiet -e ".[test,site]"
+	$(LOCK_VENV)/bin/python -m course_tools.deps lock
+	rm -rf $(LOCK_VENV)
 
 clean:
 	rm -rf build

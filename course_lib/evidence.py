@@ -25,6 +25,12 @@ _OPERATORS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": opera
 RECORDED: list[dict] = []
 
 
+class ClaimFailed(AssertionError):
+    """A claim did not hold. Raised explicitly, never by `assert`, so that claims still fail under
+    `python -O` (which strips assert statements); an AssertionError, so callers that catch or
+    report AssertionError (nbval, `course run`'s "claims held: no") see it as before."""
+
+
 def _as_float(name: str, value) -> float:
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
@@ -58,7 +64,8 @@ def _record(entry: dict) -> None:
 def claim(statement: str, value, op: str, threshold) -> float:
     """Assert `value op threshold` (op one of > >= < <=); record it; return the relative margin.
 
-    `statement` says what is claimed in words; the AssertionError repeats it with the numbers.
+    `statement` says what is claimed in words; the ClaimFailed (an AssertionError) repeats it with
+    the numbers. Raised explicitly: it fails under `python -O` too.
     """
     if op not in _OPERATORS:
         raise ValueError(f"op: expected one of {sorted(_OPERATORS)}, got {op!r}")
@@ -68,7 +75,8 @@ def claim(statement: str, value, op: str, threshold) -> float:
     absolute, relative = margin_of(value, op, threshold)
     _record({"statement": statement, "value": value, "op": op, "threshold": threshold,
              "margin": absolute, "relative_margin": relative, "held": bool(held)})
-    assert held, f"{statement}: measured {value:.4g}, claimed {op} {threshold:.4g}"
+    if not held:
+        raise ClaimFailed(f"{statement}: measured {value:.4g}, claimed {op} {threshold:.4g}")
     return relative
 
 
@@ -85,8 +93,8 @@ def claim_close(statement: str, got, expected, atol: float = 1e-6) -> float:
     if got.shape != expected.shape:
         _record({"statement": statement, "value": math.inf, "op": "<=", "threshold": atol,
                  "margin": -math.inf, "relative_margin": -math.inf, "held": False})
-        raise AssertionError(f"{statement}: shapes differ, got {tuple(got.shape)}, "
-                             f"expected {tuple(expected.shape)}")
+        raise ClaimFailed(f"{statement}: shapes differ, got {tuple(got.shape)}, "
+                          f"expected {tuple(expected.shape)}")
     gap = (got.detach().double().cpu() - expected.detach().double().cpu()).abs()
     largest = gap.max().item() if gap.numel() else 0.0
     return claim(statement + " (largest difference)", largest, "<=", atol)

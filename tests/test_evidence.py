@@ -1,16 +1,21 @@
 """Claims (course_lib.evidence), the sweep's tables, and two rules every lesson follows:
 its evidence cell states claims with `claim(...)`, and no cell prints a notebook-vs-library
 comparison without asserting it."""
+import ast
 import json
+import math
+import os
 import re
+import subprocess
+import sys
 
 import nbformat
 import pandas as pd
 import pytest
 import torch
 
-from course_lib import evidence
-from course_lib.evidence import claim, claim_close, margin_of
+from course_lib import ROOT, evidence
+from course_lib.evidence import ClaimFailed, claim, claim_close, margin_of
 from course_tools.manifest import LESSONS
 from course_tools.sweep import Run, robustness_table
 
@@ -65,6 +70,72 @@ def test_claim_close_asserts_equality_and_catches_a_difference():
     with pytest.raises(AssertionError, match="shapes differ"):
         claim_close("wrong shape", a, a.T)
     assert evidence.RECORDED[-1]["held"] is False
+
+
+def test_claim_failed_is_an_assertion_error_with_the_same_message():
+    with pytest.raises(ClaimFailed, match=r"^loss below 0.1: measured 0.5, claimed < 0.1$") as caught:
+        claim("loss below 0.1", 0.5, "<", 0.1)
+    assert isinstance(caught.value, AssertionError)
+
+
+# -- claims survive `python -O` (which strips every `assert` statement) ---------------------------
+
+def _run_optimised(code: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    """Run `code` under `python -O`; it first checks that asserts really are stripped there."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_CLAIMS_FILE", "PYTHONOPTIMIZE")}
+    env.update(MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+    prelude = "assert False, 'asserts are not stripped: not running under -O'\n"
+    return subprocess.run([sys.executable, "-O", "-c", prelude + code], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_claims_fail_under_python_O():
+    result = _run_optimised(
+        "import torch\n"
+        "from course_lib.evidence import claim, claim_close\n"
+        "claim('a true claim', 0.3, '>', 0.1)\n"
+        "try:\n"
+        "    claim('loss below 0.1', torch.tensor(0.5), '<', 0.1)\n"
+        "except AssertionError as failure:  # callers that catch AssertionError still catch it\n"
+        "    print('caught', type(failure).__name__, failure)\n"
+        "claim_close('off by 1e-3', torch.zeros(3), torch.full((3,), 1e-3), atol=1e-5)\n"
+        "print('NOT REACHED')\n")
+    assert "caught ClaimFailed loss below 0.1: measured 0.5, claimed < 0.1" in result.stdout, \
+        result.stdout + result.stderr
+    assert result.returncode != 0 and "NOT REACHED" not in result.stdout, result.stdout + result.stderr
+    assert "ClaimFailed: off by 1e-3 (largest difference): measured 0.001, claimed <= 1e-05" in result.stderr, \
+        result.stderr
+
+
+def test_a_lessons_evidence_cell_fails_under_python_O_when_its_claim_is_false():
+    """Lesson 01's code cells up to its evidence cell, run as a script under `python -O`, with the
+    first claim of the evidence cell given a threshold nothing can meet: the script must fail there,
+    with the claim's message (under plain `assert`, -O would have let it pass silently)."""
+    lesson = next(l for l in LESSONS if l.number == 1)
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    sources = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(line for line in cell.source.splitlines()
+                           if not line.lstrip().startswith(("%", "!")))
+        if "evidence" in cell.metadata.get("tags", []):
+            tree = ast.parse(source)
+            first = next(node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                         and getattr(node.func, "id", None) == "claim")
+            statement = ast.literal_eval(first.args[0]) if isinstance(first.args[0], ast.Constant) else None
+            op = ast.literal_eval(first.args[2])
+            first.args[3] = ast.Constant(math.inf if op in (">", ">=") else -math.inf)  # never met
+            sources.append(ast.unparse(tree))
+            break
+        sources.append(source)
+    script = "display = print\n" + "\n\n".join(sources) + "\nprint('NOT REACHED')\n"
+    result = _run_optimised(script, cwd=lesson.notebook.parent)
+    assert result.returncode != 0 and "NOT REACHED" not in result.stdout, result.stdout + result.stderr[-2000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("course_lib.evidence.ClaimFailed: ") and "measured" in last, result.stderr[-2000:]
+    if statement:
+        assert statement in last, last
 
 
 def test_robustness_table_reports_thinnest_margin_per_lesson():

@@ -60,16 +60,7 @@ def test_exercises_are_generated_from_solutions_and_up_to_date():
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
 
 
-def test_environment_yml_lists_the_same_dependencies_as_pyproject():
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    import yaml
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    listed = set()
-    for entry in env["dependencies"]:
-        listed |= set(entry["pip"]) if isinstance(entry, dict) else {entry}
-    listed -= {"python=3.11", "pip"}
-    assert listed == set(pyproject), f"only in environment.yml: {listed - set(pyproject)}; " \
-                                     f"only in pyproject: {set(pyproject) - listed}"
+# environment.yml, requirements.lock and every import against pyproject.toml: tests/test_dependencies.py
 
 
 def test_torch_is_pinned():
