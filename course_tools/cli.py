@@ -4,8 +4,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 from . import ROOT
 from .manifest import LESSONS, available
@@ -14,10 +16,17 @@ from .manifest import LESSONS, available
 def _select(only: list[str] | None):
     lessons = available()
     if only:
-        wanted = {f"{int(x):02d}" if x.isdigit() else x for x in only}   # "1" and "01" both mean lesson 01
+        def key(x):
+            return f"{int(x):02d}" if x.isdigit() else x    # "1" and "01" both mean lesson 01
+        known = {f"{l.number:02d}" for l in lessons} | {l.id for l in lessons}
+        unknown = [x for x in only if key(x) not in known]
+        if unknown:
+            numbers = sorted(l.number for l in lessons)
+            span = f"{numbers[0]:02d}-{numbers[-1]:02d}" if numbers else "none"
+            raise SystemExit(f"--only: no lesson {', '.join(map(repr, unknown))}; the lessons are {span} "
+                             "(numbers or ids: `course list` shows them)")
+        wanted = {key(x) for x in only}
         lessons = [l for l in lessons if f"{l.number:02d}" in wanted or l.id in wanted]
-        if not lessons:
-            raise SystemExit(f"--only: no lesson matches {only}")
     return lessons
 
 
@@ -73,10 +82,30 @@ def cmd_store(args) -> int:
     return 0
 
 
-def cmd_grade(args) -> int:
-    from .grader import GradeError, format_report, grade
+def _notebook_arg(item: str, command: str, purpose: str):
+    """The notebook a learner means (a lesson number, an id, a path anywhere), or None after
+    saying why not (naming the nearest notebook of the course)."""
+    from .workspace import NotebookNotFound, resolve
     try:
-        report = grade(args.path, cell_timeout=args.cell_timeout, item_timeout=args.item_timeout)
+        return resolve(item, purpose)
+    except NotebookNotFound as error:
+        print(f"course {command}: {error}", file=sys.stderr)
+        return None
+
+
+def cmd_grade(args) -> int:
+    from .grader import GradeError, format_report, grade, lesson_of, read_notebook
+    from .workspace import display
+    path = _notebook_arg(args.path, "grade", "grade")
+    if path is None:
+        if args.json:
+            print(json.dumps({"error": {"code": "not-found", "message": f"no such file {args.path!r}"}}))
+        return 2
+    if not args.json and str(path) != args.path:
+        print(f"grading {display(path)}")
+    try:
+        lesson = lesson_of(read_notebook(path), path)   # an exercise? (else refused: nothing recorded)
+        report = grade(path, cell_timeout=args.cell_timeout, item_timeout=args.item_timeout)
     except GradeError as error:  # one uniform error: JSON on stdout with --json, a line on stderr
         if args.json:
             print(json.dumps(error.as_json()))
@@ -87,33 +116,83 @@ def cmd_grade(args) -> int:
             print(json.dumps({"error": {"code": "internal", "message": type(error).__name__}}))
         print(f"course grade: internal error ({type(error).__name__})", file=sys.stderr)
         return 2
-    print(json.dumps(report) if args.json else format_report(report, os.path.basename(args.path)))
+    print(json.dumps(report) if args.json else format_report(report, os.path.basename(str(path))))
     from . import progress
-    progress.record(report, args.path)  # `course progress` shows the last score per exercise
+    progress.record(report, path, lesson.number)  # `course progress`: the last score per lesson
     return 0
 
 
 def cmd_grade_class(args) -> int:
-    from .gradebook import grade_class
-    folder = args.submissions
-    if not os.path.isdir(folder):
-        print(f"course grade-class: {folder!r} is not a folder", file=sys.stderr)
-        return 2
-    result = grade_class(folder, args.out, jobs=args.jobs, cell_timeout=args.cell_timeout,
-                         item_timeout=args.item_timeout)
-    print(f"{len(result['rows'])} notebooks: {result['graded']} graded, {result['errors']} errors; "
-          f"mean score fraction {result['mean_fraction']:.3f}")
-    print(f"grades: {result['csv']}; histogram: {result['histogram']}")
-    return 0
+    from .gradebook import cli
+    return cli(args)        # prints the summary; exit status 2 only for a bad folder or roster
+
+
+def cmd_gradescope(args) -> int:
+    from .gradescope import cli_build
+    return cli_build(args)
 
 
 def cmd_exercises(args) -> int:
-    from .exercises import generate
-    stale = generate(check_only=args.check)
-    if args.check and stale:
-        print("out of date:", ", ".join(stale))
+    from .exercises import sync
+    from .workspace import display
+    report = sync(check_only=args.check, force=args.force)
+    kept = set(report.kept)
+    for name in report.extra:
+        print(f"left alone: exercises/{name} (not a generated exercise; course exercises never deletes it)")
+    if args.check:
+        stale = [n for n in report.stale if n not in kept]
+        if stale:
+            print("out of date:", ", ".join(stale), "(run `course exercises`)")
+        if kept:
+            print("edited (course exercises will not overwrite them):", ", ".join(sorted(kept)))
+        if not report.stale:
+            print("checked exercises (0 changed)")
+        return 1 if report.stale else 0
+    for backup in report.backups:
+        print(f"backed up your edited exercise to {display(backup)}")
+    print(f"wrote exercises ({len(report.written)} changed)")
+    if kept and not args.force:
+        for name in sorted(kept):
+            print(f"kept exercises/{name}: it holds edits (it differs from the exercise as generated), "
+                  "so it was not replaced", file=sys.stderr)
+            print(f"  to keep working on it: `course start {name[:2]}` copies it, edits included, to "
+                  f"work/{name} (course exercises never touches work/)", file=sys.stderr)
+        print("  to replace edited exercises with the generated ones anyway: `course exercises --force` "
+              "(it first backs each one up to work/backups/)", file=sys.stderr)
         return 1
-    print(f"{'checked' if args.check else 'wrote'} exercises ({len(stale)} changed)")
+    return 0
+
+
+def cmd_start(args) -> int:
+    from .workspace import NotebookNotFound, display, lesson_for, start
+    try:
+        path, created = start(args.lesson)
+    except NotebookNotFound as error:
+        print(f"course start: {error}", file=sys.stderr)
+        return 2
+    lesson = lesson_for(args.lesson)
+    number = f"{lesson.number:02d}"
+    shown = display(path)
+    if created:
+        print(f"copied exercises/{lesson.exercise.name} to {shown}: answer there")
+    else:
+        print(f"already started: {shown} (your answers in it are kept)")
+    print(f"  open it:     course lab {shlex.quote(shown)}   (or, in a running JupyterLab, from the file browser)")
+    print(f"  self-check:  course check {number}")
+    print(f"  grade:       course grade {number}   (then: course progress)")
+    print("  work/ is yours: git ignores it and `course exercises` never writes there")
+    if args.open:
+        if os.environ.get("JUPYTER_SERVER_ROOT"):   # typed in JupyterLab's own terminal
+            print(f"JupyterLab is running already: open {shown} from its file browser")
+            return 0
+        from . import lab
+        try:
+            extra = lab.arguments([str(path)])
+        except ValueError as error:
+            print(f"course start: {error}", file=sys.stderr)
+            return 2
+        lab.configure()
+        return subprocess.call(lab.command(extra), cwd=ROOT, env=lab.environment())
     return 0
 
 
@@ -125,24 +204,27 @@ def cmd_lab(args) -> int:
             print(f"wrote {path}")
         print("JupyterLab settings of the course are in place (news and update checks off, course kernel)")
         return 0
-    return subprocess.call(lab.command(args.lab_args), cwd=ROOT, env=lab.environment())
+    try:
+        extra = lab.arguments(args.lab_args)
+    except ValueError as error:
+        print(f"course lab: {error}", file=sys.stderr)
+        return 2
+    return subprocess.call(lab.command(extra), cwd=ROOT, env=lab.environment())
 
 
 def cmd_check(args) -> int:
-    from .manifest import LESSONS
     from .selfcheck import format_result, run
+    from .workspace import display, work_copy
     paths = []
-    for item in args.lessons or [f"{l.number:02d}" for l in LESSONS if l.has_exercise]:
-        if item.endswith(".ipynb"):
-            paths.append(os.path.abspath(item))
-            continue
-        match = [l for l in LESSONS if f"{l.number:02d}" == item.zfill(2) or l.id == item]
-        if not match or not match[0].has_exercise:
-            print(f"course check: no exercise for {item!r} (give a lesson number, an id or a notebook path)",
-                  file=sys.stderr)
+    if not args.lessons:   # every exercise you started; with none started, every exercise
+        started = [l for l in LESSONS if l.has_exercise and work_copy(l).exists()]
+        paths = [work_copy(l) for l in started] or [l.exercise for l in LESSONS if l.has_exercise]
+    for item in args.lessons:
+        path = _notebook_arg(item, "check", "check")
+        if path is None:
             return 2
-        paths.append(match[0].exercise)
-    print("running: pytest --nbval-lax " + " ".join(os.path.relpath(p, ROOT) for p in paths))
+        paths.append(Path(path).resolve())
+    print("running: pytest --nbval-lax " + " ".join(shlex.quote(display(p)) for p in paths))
     results = run(paths)
     for result in results.values():
         print(format_result(result))
@@ -202,8 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*")
     p.add_argument("--timeout", type=int, default=600)
     p.set_defaults(func=cmd_store)
-    p = sub.add_parser("grade", help="grade an exercise notebook")
-    p.add_argument("path")
+    p = sub.add_parser("grade", help="grade an exercise notebook (a lesson number: your copy in work/, "
+                       "else exercises/)")
+    p.add_argument("path", help="a lesson number (01), an id, or a notebook's path")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell")
     p.add_argument("--item-timeout", type=float, default=None, help="seconds per graded item "
@@ -215,17 +298,49 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=None, help="parallel graders (default: the core count)")
     p.add_argument("--cell-timeout", type=float, default=60.0)
     p.add_argument("--item-timeout", type=float, default=None)
+    p.add_argument("--roster", default=None, help="a CSV of the class (Canvas or Moodle export, or any CSV "
+                   "with a student ID column): rows get its IDs and names; students without a submission "
+                   "get a 'missing' row")
+    p.add_argument("--id-column", default=None, help="the roster's student ID column (default: the first "
+                   "of ID, Identifier, SIS User ID, Student ID, student_id, id, Username, Email address, ...)")
+    p.add_argument("--seed", type=int, default=None, help="the hidden cases' seed (recorded in every row; "
+                   "the same seed regrades to the same points); default: a fresh one")
+    p.add_argument("--format", dest="formats", action="append", default=[], choices=["canvas", "moodle"],
+                   help="also write an LMS import file: canvas (GRADES_canvas.csv) or moodle (one grading "
+                   "worksheet per lesson, GRADES_moodle_NN.csv); repeatable")
     p.set_defaults(func=cmd_grade_class)
-    p = sub.add_parser("exercises", help="generate exercises/ from solutions/")
+    p = sub.add_parser("gradescope", help="build a Gradescope autograder bundle for lesson NN's exercise")
+    p.add_argument("lesson", help="a lesson number (01) or id")
+    p.add_argument("--out", default="autograder.zip", help="the zip to upload to Gradescope")
+    p.add_argument("--visibility", default="visible",
+                   choices=["visible", "hidden", "after_due_date", "after_published"],
+                   help="when students see the per-item results (Gradescope's test visibility)")
+    p.add_argument("--wheelhouse", default=None, help="a folder of wheels (torch and every locked "
+                   "dependency, from `pip download`) to bundle: setup.sh then installs with no network")
+    p.add_argument("--cell-timeout", type=float, default=60.0)
+    p.add_argument("--item-timeout", type=float, default=None)
+    p.set_defaults(func=cmd_gradescope)
+    p = sub.add_parser("exercises", help="generate exercises/ from solutions/ (never overwrites your edits)")
     p.add_argument("--check", action="store_true", help="only report out-of-date exercises")
+    p.add_argument("--force", action="store_true",
+                   help="also replace exercises that hold edits, after backing each up to work/backups/")
     p.set_defaults(func=cmd_exercises)
-    p = sub.add_parser("lab", help="open JupyterLab at the lesson map (notebooks/00_welcome.ipynb)")
+    p = sub.add_parser("start", help="copy lesson NN's exercise into work/ (yours: never overwritten) and "
+                       "say how to open it")
+    p.add_argument("lesson", help="a lesson number (01) or id")
+    p.add_argument("--open", action="store_true", help="then open it in JupyterLab")
+    p.set_defaults(func=cmd_start)
+    p = sub.add_parser("lab", help="open JupyterLab at the lesson map (notebooks/00_welcome.ipynb)",
+                       allow_abbrev=False,
+                       usage="course lab [--configure-only] [NOTEBOOK] [JupyterLab options, e.g. --port 8899]",
+                       description="JupyterLab on the course. A notebook path opens JupyterLab at it; every "
+                       "other argument goes on to jupyter lab (course lab --port 8899 --no-browser).")
     p.add_argument("--configure-only", action="store_true",
                    help="only write the course's JupyterLab settings into this environment")
-    p.add_argument("lab_args", nargs=argparse.REMAINDER, help="passed on to jupyter lab (e.g. --port 8899)")
-    p.set_defaults(func=cmd_lab)
+    p.set_defaults(func=cmd_lab, lab_args=[])
     p = sub.add_parser("check", help="self-check exercises: pytest --nbval-lax, one pass/fail per check")
-    p.add_argument("lessons", nargs="*", help="lesson numbers, ids or notebook paths (default: all)")
+    p.add_argument("lessons", nargs="*", help="lesson numbers (your copy in work/, else exercises/), ids or "
+                   "notebook paths (default: the exercises you started, else all)")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("progress", help="your last score per exercise and the lessons run so far")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
@@ -236,7 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_cheatsheet)
     p = sub.add_parser("list", help="the lessons and their interview questions")
     p.set_defaults(func=cmd_list)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if args.func is cmd_lab:
+        args.lab_args = unknown            # JupyterLab's own options pass through
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args.func(args)
 
 

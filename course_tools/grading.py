@@ -2,7 +2,14 @@
 
 A check compares the learner's object with the course's reference on randomized cases
 (hidden from the notebook) and raises `CheckFailed` with a sentence that names the case
-and says what was expected and what came back.
+and says what was expected and what came back. Checks run their hint cases (the ones whose name
+asks "did you ...?") first, so a learner who makes the classic mistake is told so.
+
+One verdict: the notebook's `check(...)` (and so `course check`, which runs those cells) applies
+the same shortcut rules as `course grade` (`shortcuts.shortcut_feedback`) to the cells the kernel
+ran, minus the official set-up cells, before running the same check. In a notebook a failing check
+shows one short message (no traceback into this module: `CheckFailed._render_traceback_`) and a
+passing one prints one line and returns nothing.
 
 Lesson modules register their checks in `course_tools/checks/lessonNN.py`:
 
@@ -14,7 +21,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import secrets
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Callable
@@ -24,6 +33,10 @@ import torch
 
 class CheckFailed(AssertionError):
     """A graded case failed; the message is the learner's feedback."""
+
+    def _render_traceback_(self):
+        # IPython shows these lines instead of a traceback: the verdict, not the machinery
+        return [f"\x1b[1;31mFAILED\x1b[0m {self}"]
 
 
 @dataclass(frozen=True)
@@ -121,12 +134,22 @@ class Result:
 
 
 def run_check(exercise_id: str, *objects, seed: int | None = None,
-              registry: dict[str, Exercise] | None = None) -> Result:
-    """Run one registered check on the learner's objects; never raises."""
+              registry: dict[str, Exercise] | None = None, learner_sources: list[str] | None = None,
+              official_sources: list[str] = ()) -> Result:
+    """Run one registered check on the learner's objects; never raises. With `learner_sources`
+    (the code the learner ran), the grader's shortcut rules apply first."""
     registry = registry if registry is not None else load_all()
     ex = registry.get(exercise_id)
     if ex is None:
         return Result(exercise_id, 0, 0, False, f"unknown exercise id {exercise_id!r}")
+    if learner_sources is not None:
+        from .shortcuts import shortcut_feedback
+        try:
+            refused = shortcut_feedback(ex.id, learner_sources, list(official_sources), ex.uses, ex.forbids)
+        except (RecursionError, MemoryError) as error:   # as the grader says it
+            refused = f"not graded: your code could not be checked ({type(error).__name__}: nested too deeply?)"
+        if refused:
+            return Result(ex.id, 0, ex.points, False, refused)
     seed = secrets.randbelow(2**31) if seed is None else seed
     try:
         ex.run(*objects, rng=torch.Generator().manual_seed(seed))
@@ -144,11 +167,71 @@ def run_check(exercise_id: str, *objects, seed: int | None = None,
     return Result(ex.id, ex.points, ex.points, True, "all cases passed")
 
 
-def check(exercise_id: str, *objects, seed: int | None = None) -> Result:
-    """Learner-facing: run the check, print the verdict, raise CheckFailed when it fails."""
-    result = run_check(exercise_id, *objects, seed=seed)
-    mark = "PASSED" if result.passed else "FAILED"
-    print(f"{mark} {exercise_id}: {result.points}/{result.max_points} - {result.feedback}")
+# ---------------------------------------------------------------- what the kernel ran
+
+GRADE_CALL = re.compile(r"""^\s*check\(\s*["']([^"']+)["']""", re.M)   # as the grader reads them
+_CELLS: list[str] = []   # the sources of the cells this IPython kernel ran since the import
+
+
+def _record_cell(info) -> None:
+    _CELLS.append(getattr(info, "raw_cell", "") or "")
+
+
+def _install_recorder() -> None:
+    """Note every cell the kernel runs (nbval runs cells without history, so `In` would not do)."""
+    if "IPython" not in sys.modules:
+        return
+    try:
+        ip = sys.modules["IPython"].get_ipython()
+        if ip is None or getattr(ip, "_course_cells", None) is _CELLS:
+            return
+        ip.events.register("pre_run_cell", _record_cell)
+        ip._course_cells = _CELLS
+    except Exception:  # noqa: BLE001 - no recorder: check() then runs without the shortcut rules
+        return
+
+
+_install_recorder()
+
+
+def _official_setup(exercise_id: str) -> list[str] | None:
+    """The official exercise's set-up cells (neither answers nor check cells), as the grader sees them."""
+    import json
+
+    from .manifest import LESSONS
+    prefix = exercise_id.split(".")[0]
+    lesson = next((l for l in LESSONS if prefix.isdigit() and l.number == int(prefix) and l.has_exercise), None)
+    if lesson is None or not lesson.exercise.exists():
+        return None
+    nb = json.loads(lesson.exercise.read_text(encoding="utf-8"))
+    out = []
+    for cell in nb["cells"]:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "code" and "answer" not in cell.get("metadata", {}).get("tags", []) \
+                and not GRADE_CALL.search(source):
+            out.append(source)
+    return out
+
+
+def _kernel_sources(exercise_id: str) -> tuple[list[str] | None, list[str]]:
+    """(the learner's code the kernel ran, still in force; the official set-up cells), or
+    (None, []) outside IPython."""
+    if not _CELLS:
+        return None, []
+    from .shortcuts import latest_definitions, transform
+    official = _official_setup(exercise_id) or []
+    official_set = {transform(s).strip() for s in official}
+    learner = [s for s in _CELLS if s.strip() and transform(s).strip() not in official_set
+               and not GRADE_CALL.search(s)]
+    return latest_definitions(learner), official
+
+
+def check(exercise_id: str, *objects, seed: int | None = None) -> None:
+    """Learner-facing: run the check with the grader's rules; print one line when it passes,
+    raise CheckFailed with one short message when it fails."""
+    learner_sources, official_sources = _kernel_sources(exercise_id)
+    result = run_check(exercise_id, *objects, seed=seed, learner_sources=learner_sources,
+                       official_sources=official_sources)
     if not result.passed:
-        raise CheckFailed(result.feedback)
-    return result
+        raise CheckFailed(f"{exercise_id} ({result.points}/{result.max_points}): {result.feedback}") from None
+    print(f"PASSED {exercise_id} ({result.points}/{result.max_points}): {result.feedback}")

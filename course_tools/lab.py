@@ -13,7 +13,14 @@ virtual environment, never the learner's home:
 - `share/jupyter/kernels/python3/kernel.json`: the course kernel, pinned to this
   environment's Python, so that a `python3` kernel elsewhere cannot take its place.
 
-JupyterLab then opens at `notebooks/00_welcome.ipynb`, whose lesson map links every lesson.
+JupyterLab then opens at `notebooks/00_welcome.ipynb`, whose lesson map links every lesson (or at
+the notebook named on the command line: `course lab work/01_scale_sqrt_dk.ipynb`); every other
+argument goes on to `jupyter lab` (`course lab --port 8899 --no-browser`).
+
+Commands where they are typed: the server (and so its terminals and kernels) runs with this
+environment's `bin/` first on PATH, so `course check 01` works in JupyterLab's own terminal without
+activating anything, and the terminals start as plain interactive shells rather than login shells
+(a login shell re-reads /etc/profile, which resets PATH on Debian and Ubuntu).
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import contextlib
 import json
 import os
 import sys
+import urllib.parse
 from pathlib import Path
 
 from . import ROOT
@@ -79,13 +87,57 @@ def configure(prefix: str | os.PathLike = sys.prefix, python: str = sys.executab
 def command(extra: list[str] | None = None) -> list[str]:
     """The JupyterLab command line `course lab` runs (from the project root)."""
     root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []  # containers
-    return [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
-            f"--LabApp.default_url=/lab/tree/{START_NOTEBOOK}", *root, *(extra or [])]
+    shell = os.environ.get("SHELL") or "sh"
+    terminals = json.dumps({"shell_command": [shell]})   # not a login shell: see the module docstring
+    extra = list(extra or [])
+    start = [] if any(a.startswith("--LabApp.default_url=") for a in extra) else \
+        [f"--LabApp.default_url=/lab/tree/{START_NOTEBOOK}"]
+    return [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}", *start,
+            f"--ServerApp.terminado_settings={terminals}", *root, *extra]
+
+
+def open_at(notebook) -> str:
+    """The option that opens JupyterLab at `notebook` (a path inside the course) instead of the map."""
+    path = Path(notebook).expanduser().resolve()
+    try:
+        relative = path.relative_to(ROOT).as_posix()
+    except ValueError:
+        raise ValueError(f"{notebook}: JupyterLab serves the course folder ({ROOT}); copy the notebook "
+                         "into it (work/ is yours) to open it here") from None
+    if not path.exists():
+        raise ValueError(f"{notebook}: no such notebook")
+    return f"--LabApp.default_url=/lab/tree/{urllib.parse.quote(relative)}"
+
+
+def arguments(given: list[str] | None) -> list[str]:
+    """`course lab`'s arguments as jupyter lab takes them: a `--` is dropped, a notebook path
+    becomes the page to open, everything else goes on unchanged."""
+    out = []
+    for arg in given or []:
+        if arg == "--":
+            continue
+        if not arg.startswith("-") and arg.endswith(".ipynb"):
+            out.append(open_at(arg))
+        else:
+            out.append(arg)
+    return out
+
+
+def bin_dir() -> Path:
+    """This environment's scripts folder (`.venv/bin`, where `course` lives). Not resolved: in a
+    virtual environment `python` is a link to the base interpreter, whose folder has no `course`."""
+    return Path(sys.executable).parent
 
 
 def environment() -> dict[str, str]:
-    # Environment-level Jupyter paths (this venv's kernel and settings) before the user's.
-    return {**os.environ, "JUPYTER_PREFER_ENV_PATH": "1"}
+    # Environment-level Jupyter paths (this venv's kernel and settings) before the user's, and this
+    # environment's bin/ first on PATH: the server's terminals and kernels inherit both.
+    env = {**os.environ, "JUPYTER_PREFER_ENV_PATH": "1"}
+    here = str(bin_dir())
+    env["PATH"] = os.pathsep.join([here] + [p for p in env.get("PATH", "").split(os.pathsep) if p and p != here])
+    if sys.prefix != sys.base_prefix:      # a virtual environment, as `activate` would say
+        env["VIRTUAL_ENV"] = sys.prefix
+    return env
 
 
 def free_port() -> int:

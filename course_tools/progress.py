@@ -1,7 +1,9 @@
 """`course progress`: the learner's last score per exercise and the lessons run so far.
 
 Every `course grade PATH` appends one JSON line to `build/grades.jsonl` (`record`): when, which
-exercise, the score and which items passed. Grading the official solutions is not recorded.
+lesson (from the notebook's metadata, so a renamed copy counts for its lesson), which file, the
+score and which items passed. Grading the official solutions is not recorded, and a notebook the
+grader refuses (a lesson notebook, say) records nothing.
 The lessons run so far come from `course run`: `build/summary.csv` (seconds, whether the claims
 held) and the executed notebooks in `build/notebooks/`. Nothing here leaves the project folder.
 """
@@ -25,13 +27,41 @@ def grades_file() -> Path:
     return Path(os.environ.get(GRADES_ENV) or BUILD / "grades.jsonl")
 
 
-def record(report: dict, path) -> Path | None:
-    """Append one grading run (a `grade()` report) for the notebook at `path`; None when skipped."""
+def lesson_from_file(path) -> int | None:
+    """A notebook's lesson from its metadata (`course.lesson`); None when it has none."""
+    try:
+        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+        number = nb.get("metadata", {}).get("course", {}).get("lesson")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return number if type(number) is int else None
+
+
+def _lesson_of_entry(entry: dict) -> str | None:
+    if entry.get("lesson") is not None:
+        return f"{int(entry['lesson']):02d}"
+    name = str(entry.get("exercise", ""))        # lines written before the lesson was recorded
+    return name[:2] if name[:2].isdigit() and name[2:3] == "_" else None
+
+
+def _readable(name: str) -> str:
+    from .gradebook import readable
+    return readable(name)
+
+
+def record(report: dict, path, lesson: int | None = None) -> Path | None:
+    """Append one grading run (a `grade()` report) for the notebook at `path` (an exercise of
+    `lesson`, read from its metadata when not given); None when skipped."""
     path = Path(path).resolve()
     if path.parent == (ROOT / "solutions").resolve():
         return None  # the official solution, not the learner's work
-    entry = {"when": dt.datetime.now().isoformat(timespec="seconds"), "exercise": path.name,
-             "path": str(path), "score": int(report["score"]), "max_score": int(report["max_score"]),
+    lesson = lesson if lesson is not None else lesson_from_file(path)
+    if lesson is None:
+        return None  # not an exercise: nothing to remember
+    entry = {"when": dt.datetime.now().isoformat(timespec="seconds"), "lesson": f"{lesson:02d}",
+             # a name with bytes that are not UTF-8 (a Windows zip) is recorded as readable text
+             "exercise": _readable(path.name), "path": _readable(str(path)),
+             "score": int(report["score"]), "max_score": int(report["max_score"]),
              "passed": [i["id"] for i in report["items"] if i["passed"]],
              "failed": [i["id"] for i in report["items"] if not i["passed"]]}
     target = grades_file()
@@ -45,7 +75,7 @@ def record(report: dict, path) -> Path | None:
 
 
 def last_grades() -> dict[str, dict]:
-    """The latest recorded grading run per exercise file name."""
+    """The latest recorded grading run per lesson ("01"), whatever the file was called."""
     last: dict[str, dict] = {}
     target = grades_file()
     if not target.exists():
@@ -53,10 +83,19 @@ def last_grades() -> dict[str, dict]:
     for line in target.read_text(encoding="utf-8").splitlines():
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
+            lesson = _lesson_of_entry(entry)
+        except (json.JSONDecodeError, TypeError, ValueError):
             continue  # a line cut short by an interrupted write
-        last[entry["exercise"]] = entry  # later lines win
+        if lesson is not None:
+            last[lesson] = entry  # later lines win
     return last
+
+
+def _shown(path: str) -> str:
+    try:
+        return Path(path).resolve().relative_to(ROOT).as_posix()
+    except (ValueError, OSError):
+        return path
 
 
 def lessons_run() -> dict[str, dict]:
@@ -85,20 +124,21 @@ def table() -> pd.DataFrame:
                "lesson run": run.get("run at", "not yet"),
                "claims held": run.get("claims held", "")}
         if not lesson.has_exercise:
-            row.update({"exercise": "-", "last score": "-", "graded at": "", "to do": ""})
+            row.update({"exercise": "-", "last score": "-", "graded at": "", "to do": "", "file graded": ""})
         else:
-            entry = grades.get(lesson.exercise.name)
+            entry = grades.get(number)
             if entry is None:
                 row.update({"exercise": lesson.exercise.name, "last score": "not graded",
-                            "graded at": "", "to do": ""})
+                            "graded at": "", "to do": "", "file graded": ""})
             else:
                 row.update({"exercise": lesson.exercise.name,
                             "last score": f"{entry['score']} / {entry['max_score']}",
                             "graded at": entry["when"].replace("T", " ")[:16],
-                            "to do": ", ".join(entry["failed"])})
+                            "to do": ", ".join(entry["failed"]),
+                            "file graded": _shown(entry.get("path") or entry.get("exercise", ""))})
         rows.append(row)
     return pd.DataFrame(rows, columns=["lesson", "id", "lesson run", "claims held", "exercise",
-                                       "last score", "graded at", "to do"])
+                                       "last score", "graded at", "to do", "file graded"])
 
 
 def footer(frame: pd.DataFrame) -> str:

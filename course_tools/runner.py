@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -87,13 +88,49 @@ def execute_lesson(lesson: Lesson, output: Path, parameters: dict, timeout: int)
     return seconds, claims, error
 
 
+def needs_pretraining(lesson: Lesson) -> bool:
+    """Whether the lesson loads the tiny BERT (`load_or_pretrain`), which trains once if not cached."""
+    return "load_or_pretrain(" in lesson.notebook.read_text(encoding="utf-8")
+
+
+def pretraining_note(lesson: Lesson, seed: int | None = None) -> str:
+    """"pretraining the tiny BERT once (~2 min)" when the lesson will train it (its checkpoint is
+    not in build/cache/ yet, for the lesson's seed, this machine's device and thread count), else ""."""
+    if not needs_pretraining(lesson):
+        return ""
+    try:
+        from course_lib.device import get_device
+        from course_lib.pretraining import PretrainConfig, cache_path
+        seed = _lesson_seed(lesson) if seed is None else seed
+        if cache_path(PretrainConfig(), seed, device_type=get_device().type).exists():
+            return ""
+    except Exception:  # noqa: BLE001 - a note only: never stop a run over it
+        return ""
+    return "pretraining the tiny BERT once (~2 min; later runs load it from build/cache/)"
+
+
+def _lesson_seed(lesson: Lesson) -> int:
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    for cell in nb.cells:
+        if "parameters" in cell.metadata.get("tags", []):
+            match = re.search(r"^SEED\s*=\s*(\d+)", cell.source, re.M)
+            if match:
+                return int(match.group(1))
+    return 0
+
+
 def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 600,
                 out_dir: Path = BUILD / "notebooks") -> pd.DataFrame:
     out_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # as in the tests: tiny models, reproducible bits
     parameters = {} if seed is None else {"SEED": seed}
     rows = []
-    for lesson in tqdm(lessons, desc="lessons", unit="lesson"):
+    bar = tqdm(lessons, desc="lessons", unit="lesson")
+    for lesson in bar:
+        note = pretraining_note(lesson, seed)
+        if note:
+            bar.write(f"lesson {lesson.number:02d} ({lesson.id}): {note}", file=sys.stderr)
+        bar.set_postfix_str(f"running {lesson.number:02d} {lesson.id}" + (f" - {note}" if note else ""))
         seconds, claims, error = execute_lesson(lesson, out_dir / lesson.notebook.name, parameters, timeout)
         rows.append({"lesson": f"{lesson.number:02d}", "id": lesson.id, "seconds": round(seconds, 1),
                      "claims held": claims, "error": error})

@@ -33,13 +33,25 @@ OUT_ENV = "COURSE_SELFCHECK_OUT"
 
 # ---------------------------------------------------------------- the pytest plugin side
 
+_CURRENT: dict = {}   # the item being run (its notebook's absolute path and nbval's cell number)
+
+
+def pytest_runtest_setup(item):  # pragma: no cover - runs inside the pytest subprocess
+    # a notebook outside the course has a node id without its path ("::Cell 3"): keep the item's
+    _CURRENT.update(nodeid=item.nodeid, path=str(getattr(item, "path", "") or getattr(item, "fspath", "")),
+                    cell=getattr(item, "cell_num", None))
+
+
 def pytest_runtest_logreport(report):  # pragma: no cover - runs inside the pytest subprocess
     path = os.environ.get(OUT_ENV)
     if not path or not (report.when == "call" or report.outcome != "passed"):
         return
     text = ANSI.sub("", str(report.longrepr)) if report.failed else ""
+    same = _CURRENT.get("nodeid") == report.nodeid
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps({"nodeid": report.nodeid, "when": report.when,
+                                 "path": _CURRENT.get("path") if same else None,
+                                 "cell": _CURRENT.get("cell") if same else None,
                                  "outcome": report.outcome, "message": text[-4000:]}) + "\n")
 
 
@@ -50,7 +62,9 @@ class CellResult:
     cell: int                # nbval's number: the index among the notebook's code cells
     outcome: str             # "passed", "failed" or "skipped"
     checks: list[str]        # the exercise ids this cell grades (empty for other cells)
-    message: str = ""        # the last line of the error, e.g. "CheckFailed: [case 2] ..."
+    message: str = ""        # the last line of the error, e.g. "FAILED 01.sdpa-masked (0/2): [case 2] ..."
+    position: int = 0        # where the cell is on screen: 1-based among all cells (as Jupyter counts)
+    line: int | None = None  # the line of the cell where the error was raised, when known
 
 
 @dataclass
@@ -80,15 +94,29 @@ def command(paths: list[Path]) -> list[str]:
 
 
 def _last_line(message: str) -> str:
-    lines = [l.strip() for l in message.splitlines() if l.strip()]
+    text = message.split("\nTraceback:\n", 1)[-1]   # nbval repeats the cell's input before it
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
     errors = [l for l in lines if re.match(r"^\w*(Error|Exception|Failed|Interrupt)\b.*:", l)
-              or l.startswith(("CheckFailed", "NotImplementedError"))]
+              or l.startswith(("CheckFailed", "NotImplementedError", "FAILED "))]
     return (errors or lines or [""])[-1][:300]
+
+
+def _error_line(message: str) -> int | None:
+    """The line of the failing cell in IPython's traceback ("Cell In[3], line 4": the first such
+    frame is the cell itself; later ones are functions it called)."""
+    match = re.search(r"Cell In\[\d*\], line (\d+)", message.split("\nTraceback:\n", 1)[-1])
+    return int(match.group(1)) if match else None
 
 
 def _code_cells(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     return [c.source for c in nb.cells if c.cell_type == "code"]
+
+
+def _positions(path: Path) -> list[int]:
+    """The on-screen position (1-based, all cells counted) of each code cell, in order."""
+    nb = nbformat.read(path, as_version=4)
+    return [i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "code"]
 
 
 def run(paths: list[Path], timeout: float = 900) -> dict[Path, NotebookResult]:
@@ -116,16 +144,23 @@ def run(paths: list[Path], timeout: float = 900) -> dict[Path, NotebookResult]:
     for line in lines:
         entry = json.loads(line)
         file_part, _, cell_part = entry["nodeid"].partition("::Cell ")
-        path = by_name.get(file_part) or by_name.get(Path(file_part).resolve().as_posix())
+        path = None
+        if entry.get("path"):
+            path = next((p for p in paths if p == Path(entry["path"]).resolve()), None)
+        path = path or by_name.get(file_part) or by_name.get((ROOT / file_part).resolve().as_posix())
+        if path is None and not file_part and len(paths) == 1:
+            path = paths[0]
         if path is None or not cell_part.isdigit():
             continue
         results[path].cells.append(CellResult(int(cell_part), entry["outcome"], [],
-                                              _last_line(entry["message"])))
+                                              _last_line(entry["message"]), line=_error_line(entry["message"])))
     for path, result in results.items():
         sources = _code_cells(path)
+        positions = _positions(path)
         result.returncode, result.output, result.code_cells = returncode, output, len(sources)
         for cell in result.cells:
-            cell.checks = GRADE_CALL.findall(sources[cell.cell]) if cell.cell < len(sources) else []
+            cell.checks = GRADE_CALL.findall(sources[cell.cell]) if 0 <= cell.cell < len(sources) else []
+            cell.position = positions[cell.cell] if 0 <= cell.cell < len(positions) else 0
         if returncode not in (0, 1) and len(result.cells) < len(sources):
             result.cells.append(CellResult(-1, "failed", [], _last_line(output)))
     return results
@@ -142,8 +177,14 @@ def run_parallel(paths: list[Path], workers: int = 2, timeout: float = 900) -> d
     return {p: results[p] for p in paths}
 
 
+def _feedback(cell: CellResult) -> str:
+    """A check cell's message without the "FAILED id (0/n): " that the notebook shows before it."""
+    return re.sub(r"^FAILED \S+ \(\d+/\d+\): ", "", cell.message)
+
+
 def format_result(result: NotebookResult) -> str:
-    """One line per graded check (and per other failing cell), then a verdict."""
+    """One line per graded check (and per other failing cell), then a verdict. Cells are named by
+    their place on screen (the 4th cell: "cell 4"), with the line of the error when known."""
     try:
         name = result.path.relative_to(ROOT).as_posix()
     except ValueError:
@@ -153,9 +194,12 @@ def format_result(result: NotebookResult) -> str:
         if cell.checks:
             mark = "PASS" if cell.outcome == "passed" else "FAIL"
             for exercise_id in cell.checks:
-                lines.append(f"  {mark}  {exercise_id}" + (f"  - {cell.message}" if cell.outcome == "failed" else ""))
+                lines.append(f"  {mark}  {exercise_id}" + (f"  - {_feedback(cell)}" if cell.outcome == "failed" else ""))
         elif cell.outcome == "failed":
-            where = f"cell {cell.cell}" if cell.cell >= 0 else "pytest"
+            if cell.cell >= 0:
+                where = f"cell {cell.position or cell.cell + 1}" + (f", line {cell.line}" if cell.line else "")
+            else:
+                where = "pytest"
             lines.append(f"  FAIL  ({where}, not a check)  - {cell.message}")
     checks = [c for c in result.cells if c.checks]
     n_pass = sum(len(c.checks) for c in checks if c.outcome == "passed")

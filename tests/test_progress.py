@@ -34,12 +34,24 @@ def test_the_last_grade_per_exercise_wins(build):
     assert progress.table().set_index("lesson").loc["02", "last score"] == "not graded"
 
 
-def test_a_learner_copy_elsewhere_counts_by_file_name_and_solutions_do_not_count(build, tmp_path):
-    copy = tmp_path / "work" / "00_welcome.ipynb"
+def test_a_renamed_copy_counts_for_its_lesson_from_metadata_and_solutions_do_not_count(build, tmp_path):
+    import shutil
+    copy = tmp_path / "work" / "my softmax (1).ipynb"           # renamed: the lesson is in its metadata
+    copy.parent.mkdir()
+    shutil.copy(ROOT / "exercises" / "00_welcome.ipynb", copy)
     assert progress.record(_report(1, 1, ["00.softmax"], []), copy) is not None
     assert progress.record(_report(1, 1, ["00.softmax"], []), ROOT / "solutions" / "01_scale_sqrt_dk.ipynb") is None
+    assert progress.record(_report(0, 1, [], ["00.softmax"]), LESSONS[0].notebook) is None   # not an exercise
     table = progress.table().set_index("lesson")
     assert table.loc["00", "last score"] == "1 / 1" and table.loc["01", "last score"] == "not graded"
+    assert table.loc["00", "file graded"] == str(copy)
+
+
+def test_lines_written_before_the_lesson_was_recorded_still_count(build):
+    (build / "grades.jsonl").write_text(json.dumps(
+        {"when": "2025-01-01T10:00:00", "exercise": "02_qkv_projections.ipynb", "path": "/x/02_qkv_projections.ipynb",
+         "score": 2, "max_score": 4, "passed": ["02.a"], "failed": ["02.b"]}) + "\n")
+    assert progress.table().set_index("lesson").loc["02", "last score"] == "2 / 4"
 
 
 def test_lessons_run_come_from_the_summary_and_the_executed_notebooks(build):
@@ -65,6 +77,7 @@ def test_course_grade_records_and_course_progress_shows_it(build, capsys):
     assert main(["grade", str(ROOT / "exercises" / "00_welcome.ipynb")]) == 0
     entry = json.loads((build / "grades.jsonl").read_text().splitlines()[-1])
     assert entry["exercise"] == "00_welcome.ipynb" and entry["score"] == 0 and entry["failed"] == ["00.softmax"]
+    assert entry["lesson"] == "00"
     capsys.readouterr()
     assert main(["progress"]) == 0
     out = capsys.readouterr().out

@@ -49,8 +49,9 @@ def test_nbval_fails_on_the_untouched_exercise_and_passes_on_the_solution(lesson
     assert all_ids and failed_ids == all_ids, f"passing untouched: {sorted(all_ids - failed_ids)}"
 
 
-def test_course_check_reports_each_check(capsys):
+def test_course_check_reports_each_check(capsys, tmp_path, monkeypatch):
     from course_tools.cli import main
+    monkeypatch.setenv("COURSE_WORK_DIR", str(tmp_path))   # no copy started: the number means exercises/
     lesson = WITH_EXERCISE[0]
     assert main(["check", f"{lesson.number:02d}"]) == 1
     out = capsys.readouterr().out
