@@ -134,7 +134,7 @@ def cmd_gradescope(args) -> int:
 
 def cmd_exercises(args) -> int:
     from .exercises import sync
-    from .workspace import display
+    from .workspace import WORK_SUFFIX, display
     report = sync(check_only=args.check, force=args.force)
     kept = set(report.kept)
     for name in report.extra:
@@ -155,8 +155,9 @@ def cmd_exercises(args) -> int:
         for name in sorted(kept):
             print(f"kept exercises/{name}: it holds edits (it differs from the exercise as generated), "
                   "so it was not replaced", file=sys.stderr)
+            copy = f"work/{Path(name).stem}{WORK_SUFFIX}.ipynb"
             print(f"  to keep working on it: `course start {name[:2]}` copies it, edits included, to "
-                  f"work/{name} (course exercises never touches work/)", file=sys.stderr)
+                  f"{copy} (course exercises never touches work/)", file=sys.stderr)
         print("  to replace edited exercises with the generated ones anyway: `course exercises --force` "
               "(it first backs each one up to work/backups/)", file=sys.stderr)
         return 1
@@ -214,11 +215,11 @@ def cmd_lab(args) -> int:
 
 def cmd_check(args) -> int:
     from .selfcheck import format_result, run
-    from .workspace import display, work_copy
+    from .workspace import display, started_copy
     paths = []
     if not args.lessons:   # every exercise you started; with none started, every exercise
-        started = [l for l in LESSONS if l.has_exercise and work_copy(l).exists()]
-        paths = [work_copy(l) for l in started] or [l.exercise for l in LESSONS if l.has_exercise]
+        started = [started_copy(l) for l in LESSONS if l.has_exercise]
+        paths = [p for p in started if p is not None] or [l.exercise for l in LESSONS if l.has_exercise]
     for item in args.lessons:
         path = _notebook_arg(item, "check", "check")
         if path is None:

@@ -12,7 +12,10 @@
    the learner's code never runs in this process and never sees a verdict.
 4. Per item: a static check for forbidden shortcuts (shortcuts.py), then the check under a
    wall-clock deadline enforced from here; a hung, crashed or flooding learner process is
-   killed (its whole process group and uid) and restarted for the next item.
+   killed (its whole process group and uid) and restarted for the next item. The item's
+   deadline counts only the time the learner's process takes (models the check loads, imports
+   the trip-wires need: before its clock starts); the whole notebook, the grader's own work
+   included, has a budget (`notebook_timeout`, 10 minutes by default).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ GRADE_CALL = re.compile(r"""^\s*check\(\s*["']([^"']+)["']""", re.M)
 MAX_NOTEBOOK_BYTES = 8 * 1024**2
 MAX_CELLS = 500
 MAX_FEEDBACK = 500
+NOTEBOOK_TIMEOUT = 600.0
 
 
 class GradeError(ValueError):
@@ -47,12 +51,24 @@ class GradeError(ValueError):
 # ------------------------------------------------------------------ reading untrusted notebooks
 
 def _name(path) -> str:
-    return ascii(os.path.basename(str(path)))[1:-1][:120] or "(empty)"
+    return ascii(os.path.basename(_path_text(path)))[1:-1][:120] or "(empty)"
+
+
+def _path_text(path) -> str:
+    """A path as str, whatever its bytes (a non-UTF-8 name keeps its bytes as surrogates)."""
+    if path is None:
+        return ""
+    return os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
+
+
+def printable(text) -> str:
+    """`text` (a file name, say) safe to print or write as UTF-8: undecodable bytes become U+FFFD."""
+    return _path_text(text).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def read_notebook(path) -> dict:
     """The notebook at `path` as validated JSON; GradeError for anything else."""
-    raw = str(path) if path is not None else ""
+    raw = _path_text(path)
     if raw.strip() in ("", ".", "..") or os.path.basename(raw.rstrip("/")) in (".", ".."):
         raise GradeError("bad-path", "path: give the path of a notebook file")
     try:
@@ -130,19 +146,32 @@ def _code(nb) -> list[dict]:
 
 
 def lesson_of(nb, path=None):
-    """The manifest lesson of a notebook: its metadata, else (older copies) a NN_ file name."""
+    """The manifest lesson of an exercise notebook, from its metadata (`course.lesson`, written by
+    `course exercises` and carried by the solutions): that is what marks a notebook as an exercise.
+    A lesson notebook (or any other) is refused, whatever its file name; a renamed copy is not."""
     from .manifest import LESSONS
     graded = {l.number: l for l in LESSONS if l.has_exercise and l.exercise and l.exercise.exists()}
     course = nb.get("metadata", {}).get("course")
     number = course.get("lesson") if isinstance(course, dict) else None
-    if number is None and path is not None:
-        match = re.match(r"^(\d\d)_", os.path.basename(str(path)))
-        number = int(match.group(1)) if match else None
+    if isinstance(number, str) and number.strip().isdigit() and len(number.strip()) <= 3:
+        number = int(number.strip())          # "01", as a hand-edited notebook may say
+    if number is not None and (type(number) is not int or number not in graded):
+        known = ", ".join(f"{n:02d}" for n in sorted(graded))
+        raise GradeError("unknown-lesson", f"the notebook's metadata 'course.lesson' is "
+                         f"{_clean(repr(number), 40)}, not the number of a lesson with an exercise "
+                         f"({known})")
     if type(number) is not int or number not in graded:
+        name = os.path.basename(_path_text(path))
+        lesson = next((l for l in LESSONS if name == l.notebook.name), None)
+        if number is None and lesson is not None:
+            raise GradeError("not-an-exercise", f"{_name(name)!r} is lesson {lesson.number:02d}'s notebook, "
+                             "not an exercise: nothing was graded or recorded. Grade its exercise: "
+                             f"course start {lesson.number:02d}, answer in work/{lesson.stem}.ipynb, "
+                             f"then course grade {lesson.number:02d}")
         known = ", ".join(f"{n:02d}" for n in sorted(graded))
         raise GradeError("unknown-lesson", "the notebook does not say which lesson it belongs to "
                          f"(metadata 'course.lesson' is missing or not one of {known}): is it a "
-                         "course exercise, downloaded from exercises/?")
+                         "course exercise (exercises/, or your copy from `course start NN`)?")
     return graded[number]
 
 
@@ -179,6 +208,11 @@ def rebuild(official, learner) -> list[dict]:
     for cell in learner_cells:
         if cell.get("id") in official_ids:
             anchor = official_ids[cell.get("id")]
+            official_cell = official_cells[anchor]
+            if anchor not in answers and not GRADE_CALL.search(_source(official_cell)):
+                extra = _additions(_source(official_cell), _source(cell))
+                if extra:   # e.g. `import numpy as np` added to the set-up cell: kept, after it
+                    added.setdefault(anchor, []).append(extra)
             continue
         if id(cell) in used:
             anchor = next((i for i, s in answers.items() if s == _source(cell)), anchor)
@@ -201,6 +235,58 @@ def rebuild(official, learner) -> list[dict]:
     return plan
 
 
+def _additions(official: str, mine: str) -> str:
+    """The statements of the learner's version of a provided cell that the official cell does not
+    have (`import numpy as np`, a helper), as source; grading calls dropped. "" when none."""
+    import ast
+
+    from .shortcuts import _PARSE_ERRORS, _parse, transform
+    if official.strip() == mine.strip():
+        return ""
+    theirs = {ast.dump(s) for s in _parse(official)}
+    try:
+        text = transform(mine)
+        body = ast.parse(text).body
+    except _PARSE_ERRORS:   # it did not run in the notebook either
+        return ""
+    keep = []
+    for stmt in body:
+        segment = ast.get_source_segment(text, stmt) or ""
+        if ast.dump(stmt) not in theirs and segment and not GRADE_CALL.search(segment):
+            keep.append(segment)
+    return "\n".join(keep)
+
+
+def check_lesson_matches(nb, lesson) -> None:
+    """GradeError when the notebook's cells belong to another lesson than its metadata says
+    (grading cells of another lesson only, or none of this lesson's graded names defined while
+    another lesson's are)."""
+    from .grading import load_all
+    from .shortcuts import _defines, _parse
+    own = f"{lesson.number:02d}"
+    cells = [_source(c) for c in _code(nb)]
+    ids = [i for source in cells for i in GRADE_CALL.findall(source)]
+    prefixes = sorted({i.split(".")[0] for i in ids})
+    other = None
+    if ids and own not in prefixes:
+        other = prefixes[0]
+    else:
+        registry = load_all()
+        defined = set()
+        for source in cells:
+            for stmt in _parse(source):
+                defined |= _defines(stmt)
+        wanted = {n for ex in registry.values() if ex.id.startswith(own + ".") for n in ex.uses}
+        if wanted and not wanted & defined:
+            theirs = sorted({ex.id.split(".")[0] for ex in registry.values()
+                             if not ex.id.startswith(own + ".") and set(ex.uses) & defined})
+            other = theirs[0] if len(theirs) == 1 else None
+    if other is not None:
+        raise GradeError("lesson-mismatch", f"the notebook's metadata says lesson {own}, but its cells "
+                         f"are lesson {other}'s: nothing was graded. Grade it as lesson {other} (its "
+                         f"metadata 'course.lesson'), or answer lesson {own}'s exercise")
+
+
 # ------------------------------------------------------------------ grading
 
 def _clean(text: str, limit: int = MAX_FEEDBACK) -> str:
@@ -209,27 +295,32 @@ def _clean(text: str, limit: int = MAX_FEEDBACK) -> str:
 
 
 def _transform(source: str) -> str:
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-        return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 - a cell IPython cannot transform is checked as it is
-        return source
+    from .shortcuts import transform
+    return transform(source)
 
 
 def grade(path, cell_timeout: float = 60.0, item_timeout: float | None = None,
-          start_timeout: float = 180.0, limits=None, hide=()) -> dict:
+          start_timeout: float = 180.0, limits=None, hide=(), seed: int | None = None,
+          notebook_timeout: float = NOTEBOOK_TIMEOUT) -> dict:
     """Grade the notebook at `path`; returns {"score", "max_score", "items": [...]}.
+    `cell_timeout`, `item_timeout`: seconds of the learner's process per cell and per item (the
+    grader's own work not counted); `notebook_timeout`: the wall-clock budget of the whole
+    notebook, everything included (items left when it runs out score 0 and say so).
     `hide`: folders the learner's process must not see (as root; e.g. the class's submissions).
+    `seed`: the hidden cases' seed (each item's generator: `item_seed(seed, id)`, in this process
+    only); None draws fresh cases per item. The same seed regrades to the same points.
     Raises GradeError for a notebook that cannot be graded."""
     from .grading import load_all
-    from .remote import LearnerDied, ProtocolError, Session, Timeout
+    from .remote import LearnerDied, NotebookTimeout, ProtocolError, Session, Timeout
     from .sandbox import Limits, SandboxError
-    from .shortcuts import forbidden_for, static_findings
+    from .shortcuts import forbidden_for, shortcut_feedback
 
+    deadline = time.monotonic() + notebook_timeout
     item_timeout = cell_timeout if item_timeout is None else item_timeout
     learner = read_notebook(path)
     lesson = lesson_of(learner, path)
     official = validate(json.loads(lesson.exercise.read_text(encoding="utf-8")), lesson.exercise.name)
+    check_lesson_matches(learner, lesson)
     plan = rebuild(official, learner)
     cells = [s for s in plan if s["kind"] != "grade"]
     graded_ids = [s["id"] for s in plan if s["kind"] == "grade"]
@@ -251,12 +342,17 @@ def grade(path, cell_timeout: float = 60.0, item_timeout: float | None = None,
                 state["session"].close()
             try:
                 session = state["session"] = Session(path, forbidden, limits or Limits(), hide=hide)
+                session.deadline = deadline
                 session.start(start_timeout)
             except SandboxError as error:   # the machine, not the learner: say what to fix
                 if state["session"] is not None:
                     state["session"].close()
                 state["session"] = None
                 raise GradeError("sandbox", str(error)) from None
+            except NotebookTimeout:
+                session.close()
+                state["session"] = None
+                raise _OutOfTime() from None
             except (LearnerDied, ProtocolError) as error:
                 session.close()
                 state["session"] = None
@@ -267,9 +363,11 @@ def grade(path, cell_timeout: float = 60.0, item_timeout: float | None = None,
                 if index in state["bad"]:
                     cell_error(index, cell, state["bad_why"][index])
                     continue
-                session.deadline = time.monotonic() + cell_timeout
+                session.budget = cell_timeout
                 try:
                     session.exec_cell(cell["source"])
+                except NotebookTimeout:
+                    raise _OutOfTime() from None
                 except (Timeout, LearnerDied, ProtocolError) as error:
                     why = (f"a cell took longer than {cell_timeout:g} s" if isinstance(error, Timeout)
                            else f"a cell ended the process ({_clean(error, 120)})")
@@ -294,20 +392,25 @@ def grade(path, cell_timeout: float = 60.0, item_timeout: float | None = None,
             if ex is None:
                 item["feedback"] = "unknown exercise"
                 continue
-            findings = static_findings(learner_sources, official_sources, ex.uses, forbidden[exercise_id],
-                                       _transform)
-            if findings:
-                what = ", ".join(dict.fromkeys(f.what for f in findings))
-                escape = any(f.escape for f in findings)
-                item["feedback"] = _clean(
-                    f"not graded: your code uses {what}; " + (
-                        "graded code must call functions directly (no dynamic imports or lookups)"
-                        if escape else "this exercise asks you to write it yourself"))
+            if time.monotonic() >= deadline:
+                item["feedback"] = _out_of_time(notebook_timeout)
+                continue
+            try:
+                refused = shortcut_feedback(exercise_id, learner_sources, official_sources, ex.uses,
+                                            getattr(ex, "forbids", ()), _transform)
+            except (RecursionError, MemoryError) as error:   # (the parser's limits are caught there)
+                refused = f"not graded: your code could not be checked ({type(error).__name__}: nested too deeply?)"
+            if refused:
+                item["feedback"] = _clean(refused)
                 continue
             session = state["session"]
-            if session is None or not session.sandbox.alive:
-                session = fresh_session()
-            passed, feedback = run_item(session, ex, item_timeout)
+            try:
+                if session is None or not session.sandbox.alive:
+                    session = fresh_session()
+            except _OutOfTime:
+                item["feedback"] = _out_of_time(notebook_timeout)
+                continue
+            passed, feedback = run_item(session, ex, item_timeout, seed, notebook_timeout)
             if passed is None:     # the process had to be killed
                 session.kill()
                 passed = False
@@ -320,19 +423,36 @@ def grade(path, cell_timeout: float = 60.0, item_timeout: float | None = None,
         if state["session"] is not None:
             state["session"].close()
     for item in items:
-        assert 0 <= item["points"] <= item["max_points"]
+        if not 0 <= item["points"] <= item["max_points"]:  # explicit: `python -O` strips asserts
+            raise AssertionError(f"{item['id']}: {item['points']} points out of {item['max_points']}")
     return {"score": sum(i["points"] for i in items), "max_score": sum(i["max_points"] for i in items),
             "items": items}
 
 
-def run_item(session, ex, item_timeout: float):
+def item_seed(seed: int, exercise_id: str) -> int:
+    """The generator seed of one item's hidden cases, from a grading run's seed."""
+    import hashlib
+    return int.from_bytes(hashlib.sha256(f"{seed}:{exercise_id}".encode()).digest()[:4], "big") % 2**31
+
+
+class _OutOfTime(Exception):
+    """The notebook's grading budget ran out."""
+
+
+def _out_of_time(notebook_timeout: float) -> str:
+    return (f"not graded: the notebook's grading time ({notebook_timeout:g} s, the grader's work "
+            "included) ran out before this item (slow cells, or items that had to be stopped)")
+
+
+def run_item(session, ex, item_timeout: float, seed: int | None = None,
+             notebook_timeout: float = NOTEBOOK_TIMEOUT):
     """(passed, feedback); passed is None when the learner's process had to be killed."""
     import torch
     from .grading import CheckFailed
-    from .remote import LearnerDied, LearnerError, ProtocolError, ShortcutUsed, Timeout
+    from .remote import LearnerDied, LearnerError, NotebookTimeout, ProtocolError, ShortcutUsed, Timeout
 
     session.item = ex.id
-    session.deadline = time.monotonic() + item_timeout
+    session.budget = item_timeout
     try:
         objects = []
         for name in ex.uses:
@@ -341,11 +461,14 @@ def run_item(session, ex, item_timeout: float):
             except NameError:
                 return False, f"{name} is not defined"
         with torch.random.fork_rng(devices=[]):
-            ex.run(*objects, rng=torch.Generator().manual_seed(secrets.randbelow(2**31)))
+            ex.run(*objects, rng=torch.Generator().manual_seed(
+                secrets.randbelow(2**31) if seed is None else item_seed(seed, ex.id)))
     except CheckFailed as failure:
         return False, str(failure)
     except ShortcutUsed as used:
         return False, str(used)
+    except NotebookTimeout:
+        return None, _out_of_time(notebook_timeout)
     except Timeout:
         return None, f"took longer than {item_timeout:g} s (an infinite loop?)"
     except ProtocolError as error:
@@ -357,7 +480,7 @@ def run_item(session, ex, item_timeout: float):
     except LearnerError as error:
         return False, f"your code raised {error.type_name}: {error}"
     except RecursionError:
-        return False, "your code raised RecursionError"
+        return False, "your code raised RecursionError (a recursion without end, or data nested too deeply)"
     except Exception as error:  # noqa: BLE001 - from the learner (re-raised by name) or its data
         return False, f"your code raised {type(error).__name__}: {error}"
     return True, "all cases passed"
@@ -368,4 +491,4 @@ def format_report(report: dict, name: str) -> str:
     table = pd.DataFrame(report["items"], columns=["id", "points", "max_points", "passed", "feedback"])
     with pd.option_context("display.max_colwidth", 120, "display.width", 200):
         body = table.to_string(index=False)
-    return f"{name}\n{body}\n\nscore: {report['score']} / {report['max_score']}"
+    return f"{printable(name)}\n{body}\n\nscore: {report['score']} / {report['max_score']}"

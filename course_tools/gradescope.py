@@ -1,0 +1,442 @@
+"""Grading on Gradescope: `course gradescope NN --out autograder.zip` builds an autograder bundle,
+and `python -m course_tools.gradescope run` is what it runs on Gradescope's workers.
+
+The bundle (upload it as the programming assignment's autograder, base image Ubuntu 22.04 or
+later) holds:
+
+- `setup.sh` - run once by Gradescope, as root, when it builds the image: a virtual environment
+  at /autograder/course-venv with torch 2.13.0 (CPU build, from the PyTorch index) and this
+  course from its wheel (`dist/`), every dependency at the version of `requirements.lock`; with
+  a `wheels/` folder in the bundle (`--wheelhouse`), everything installs from it with no network.
+  Then `python -m course_tools.gradescope install` puts the official exercise where the grader
+  looks for it;
+- `run_autograder` - run once per submission: grades /autograder/submission/*.ipynb (the notebook
+  of this lesson, found by its metadata) with `course_tools.grader.grade` - the same grader, sandbox
+  and checks as `course grade` - and writes /autograder/results/results.json (Gradescope's
+  format: score, and one test per graded item with its name, score, max_score, output and
+  visibility). The hidden cases' seed is recorded in the output and in `extra_data`;
+- `course_gradescope.json` (lesson, timeouts, visibility), the exercise, the lock and the wheel.
+
+`AUTOGRADER_ROOT` (default /autograder) and `COURSE_PYTHON` (default the venv's python) let the
+same scripts run against a folder laid out like Gradescope's, which is how the tests run them.
+
+As root, the grader isolates the learner's code in mount and network namespaces. Gradescope's
+containers may refuse those (no CAP_SYS_ADMIN): the grader then says so (a `sandbox` error) and
+this runner grades again as the unprivileged user `nobody` (uid 65534; COURSE_GRADESCOPE_UID,
+or COURSE_GRADESCOPE_UNPRIVILEGED=1 to go there directly), as `course grade` grades
+on a laptop - limits, watchdog and cleanup hold, and the learner cannot write the course, the
+results or anything root owns, but it runs under the grader's uid (README: "What is not defended
+against"). Each Gradescope submission runs in a container of its own.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+from . import ROOT
+
+CONFIG = "course_gradescope.json"
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+NOBODY = 65534
+TORCH = "torch==2.13.0"
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+SETUP_SH = r"""#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder image (with network access).
+# A virtual environment with torch (CPU) and this course, every package at its locked version.
+# With a wheels/ folder in the bundle (course gradescope --wheelhouse) nothing is downloaded.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"          # /autograder/source
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+VENV="${COURSE_VENV:-$ROOT/course-venv}"
+LOCK="$HERE/requirements.lock"
+
+python_ok() { "$1" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
+PYTHON="${PYTHON:-}"
+if [ -z "$PYTHON" ]; then
+  for candidate in python3.11 python3.12 python3.13 python3; do
+    if command -v "$candidate" >/dev/null && python_ok "$(command -v "$candidate")"; then
+      PYTHON="$(command -v "$candidate")"; break
+    fi
+  done
+fi
+if [ -z "$PYTHON" ]; then    # Ubuntu 22.04's python3 is 3.10: the course needs 3.11 or later
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11 python3.11-venv
+  PYTHON="$(command -v python3.11)"
+fi
+
+"$PYTHON" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+if compgen -G "$HERE/wheels/*.whl" >/dev/null; then
+  OFFLINE=(--no-index --find-links "$HERE/wheels")
+  "${PIP[@]}" "${OFFLINE[@]}" -c "$LOCK" __TORCH__
+else
+  OFFLINE=()
+  "${PIP[@]}" --upgrade pip -c "$LOCK"
+  "${PIP[@]}" __TORCH__ --index-url __TORCH_INDEX__
+fi
+"${PIP[@]}" "${OFFLINE[@]}" -c "$LOCK" "$HERE"/dist/*.whl
+"$VENV/bin/python" -m course_tools.gradescope install --source "$HERE"
+# the grader runs the learner's code as another uid, which must read the environment
+chmod -R o+rX "$VENV"
+echo "course autograder installed: $("$VENV/bin/python" -c 'import course_tools, torch; print(course_tools.ROOT, torch.__version__)')"
+"""
+
+RUN_AUTOGRADER = r"""#!/usr/bin/env bash
+# Gradescope runs this once per submission, as root: the student's files are in
+# /autograder/submission/, and /autograder/results/results.json must be written.
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+PYTHON="${COURSE_PYTHON:-$ROOT/course-venv/bin/python}"
+cd "$ROOT" || exit 1       # python -m imports from the working folder first: not a stray checkout
+exec "$PYTHON" -m course_tools.gradescope run --root "$ROOT"
+"""
+
+BUNDLE_README = """Gradescope autograder for lesson {number:02d} ({id}) of "Transformers, Question by Question".
+
+Upload this zip as the autograder of a programming assignment (Configure Autograder > Zip file
+upload; base image Ubuntu 22.04 or later). setup.sh installs Python 3.11+, torch 2.13.0 (CPU)
+and the course from dist/ with the versions of requirements.lock; run_autograder grades the
+student's notebook and writes /autograder/results/results.json. Students submit their exercise
+notebook ({exercise}; any file name: the lesson is read from the notebook's metadata).
+Built by `course gradescope {number:02d}`; see the course README, "Grading on Gradescope".
+"""
+
+
+# ------------------------------------------------------------------ building the bundle
+
+def _lesson(item: str):
+    from .manifest import LESSONS
+    key = f"{int(item):02d}" if str(item).isdigit() else str(item)
+    lesson = next((l for l in LESSONS if f"{l.number:02d}" == key or l.id == key), None)
+    if lesson is None or not lesson.has_exercise or not lesson.exercise.exists():
+        graded = ", ".join(f"{l.number:02d}" for l in LESSONS if l.has_exercise and l.exercise.exists())
+        raise ValueError(f"lesson: {item!r} is not a lesson with an exercise (those are {graded})")
+    return lesson
+
+
+def build_wheel(dest: Path) -> Path:
+    """`pip wheel --no-deps` of this project, built from a clean copy of its sources (nothing is
+    written into the checkout) with the environment's setuptools (no network)."""
+    with tempfile.TemporaryDirectory(prefix="course-wheel-") as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy2(ROOT / name, src / name)
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+        for package in ("course_lib", "course_tools"):
+            shutil.copytree(ROOT / package, src / package, ignore=ignore)
+        dest.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                               "--quiet", "--disable-pip-version-check", "--wheel-dir", str(dest), str(src)],
+                              capture_output=True, text=True, cwd=tmp)
+        if proc.returncode != 0:
+            raise RuntimeError(f"pip wheel failed: {proc.stderr[-2000:]}")
+    wheels = sorted(dest.glob("course_lib-*.whl"))
+    if not wheels:
+        raise RuntimeError("pip wheel wrote no course_lib wheel")
+    return wheels[-1]
+
+
+def _add(archive: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
+    info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = ((0o755 if executable else 0o644) | stat.S_IFREG) << 16
+    archive.writestr(info, data)
+
+
+def build_bundle(lesson_item, out, visibility: str = "visible", wheelhouse=None,
+                 cell_timeout: float = 60.0, item_timeout: float | None = None) -> Path:
+    """Write the Gradescope autograder zip for one lesson's exercise; returns its path."""
+    from .deps import LOCK
+    lesson = _lesson(lesson_item)
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"visibility: {visibility!r} is not one of {', '.join(VISIBILITIES)}")
+    if not LOCK.exists():
+        raise ValueError(f"{LOCK.name} is missing: the bundle installs the locked versions (make lock)")
+    wheels = sorted(Path(wheelhouse).glob("*.whl")) if wheelhouse else []
+    if wheelhouse and not wheels:
+        raise ValueError(f"wheelhouse: no .whl file in {wheelhouse}")
+    config = {"lesson": lesson.number, "id": lesson.id, "exercise": lesson.exercise.name,
+              "visibility": visibility, "cell_timeout": cell_timeout, "item_timeout": item_timeout}
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="course-bundle-") as tmp:
+        wheel = build_wheel(Path(tmp))
+        partial = out.with_name(out.name + ".partial")
+        with zipfile.ZipFile(partial, "w") as archive:
+            setup = SETUP_SH.replace("__TORCH__", TORCH).replace("__TORCH_INDEX__", TORCH_INDEX)
+            _add(archive, "setup.sh", setup.encode(), executable=True)
+            _add(archive, "run_autograder", RUN_AUTOGRADER.encode(), executable=True)
+            _add(archive, CONFIG, (json.dumps(config, indent=2) + "\n").encode())
+            _add(archive, "requirements.lock", LOCK.read_bytes())
+            _add(archive, f"dist/{wheel.name}", wheel.read_bytes())
+            _add(archive, f"exercises/{lesson.exercise.name}", lesson.exercise.read_bytes())
+            _add(archive, "README.txt", BUNDLE_README.format(number=lesson.number, id=lesson.id,
+                                                             exercise=lesson.exercise.name).encode())
+            for extra in wheels:
+                archive.write(extra, f"wheels/{extra.name}")
+        partial.replace(out)
+    return out
+
+
+def cli_build(args) -> int:
+    try:
+        path = build_bundle(args.lesson, args.out, visibility=args.visibility, wheelhouse=args.wheelhouse,
+                            cell_timeout=args.cell_timeout, item_timeout=args.item_timeout)
+    except (ValueError, RuntimeError, OSError) as error:
+        print(f"course gradescope: {error}", file=sys.stderr)
+        return 2
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): " + ", ".join(names))
+    print("upload it as the assignment's autograder (Gradescope: Configure Autograder > Zip file upload)")
+    return 0
+
+
+# ------------------------------------------------------------------ on Gradescope
+
+def install(source: Path) -> list[Path]:
+    """Put the bundle's exercise notebooks where the installed grader reads the official ones
+    (`course_tools.ROOT / exercises`); readable by the learner's uid."""
+    if (ROOT / "pyproject.toml").exists():      # a checkout, not the installed wheel: leave it alone
+        raise SystemExit(f"course_tools here comes from the checkout {ROOT}, not from the installed wheel: "
+                         "nothing installed (run it from another folder, with the wheel installed)")
+    target = ROOT / "exercises"
+    target.mkdir(parents=True, exist_ok=True)
+    os.chmod(target, 0o755)
+    written = []
+    for notebook in sorted((Path(source) / "exercises").glob("*.ipynb")):
+        shutil.copyfile(notebook, target / notebook.name)
+        os.chmod(target / notebook.name, 0o644)
+        written.append(target / notebook.name)
+    config = Path(source) / CONFIG
+    if config.exists():
+        shutil.copyfile(config, ROOT / CONFIG)
+    return written
+
+
+def official_items(number: int) -> list[dict]:
+    """The graded items of a lesson's exercise: id, max points, title (from the checks)."""
+    from .grader import rebuild, validate
+    from .grading import load_all
+    from .manifest import LESSONS
+    lesson = next(l for l in LESSONS if l.number == number)
+    nb = validate(json.loads(lesson.exercise.read_text(encoding="utf-8")))
+    registry = load_all()
+    return [{"id": s["id"], "max_points": registry[s["id"]].points if s["id"] in registry else 0,
+             "title": registry[s["id"]].title if s["id"] in registry else ""}
+            for s in rebuild(nb, nb) if s["kind"] == "grade"]
+
+
+def _titles(number: int) -> dict[str, str]:
+    try:
+        return {i["id"]: i["title"] for i in official_items(number)}
+    except Exception:  # noqa: BLE001 - titles are a nicety
+        return {}
+
+
+def _test_name(item_id: str, title: str) -> str:
+    return f"{item_id}: {title}" if title else item_id
+
+
+def _results(number: int, visibility: str, report: dict | None, output: str, seed: int,
+             file: str, started: float) -> dict:
+    titles = _titles(number)
+    tests = []
+    if report is not None:
+        for item in report["items"]:
+            tests.append({"name": _test_name(item["id"], titles.get(item["id"], "")),
+                          "score": item["points"], "max_score": item["max_points"],
+                          "status": "passed" if item["passed"] else "failed",
+                          "output": item["feedback"], "visibility": visibility})
+        score = report["score"]
+    else:      # not graded: every item at 0, so the student sees what the assignment is worth
+        try:
+            items = official_items(number)
+        except Exception:  # noqa: BLE001
+            items = []
+        for item in items:
+            tests.append({"name": _test_name(item["id"], item["title"]), "score": 0,
+                          "max_score": item["max_points"], "status": "failed",
+                          "output": "not graded: " + output, "visibility": visibility})
+        score = 0
+    return {"score": score, "execution_time": round(time.monotonic() - started), "output": output,
+            "stdout_visibility": "hidden",
+            "extra_data": {"lesson": f"{number:02d}", "seed": seed, "file": file},
+            "tests": tests}
+
+
+def _grade_as(uid: int, path: str, options: dict) -> dict:
+    """Grade in a child process running as `uid` (no root, so no namespaces needed). The child
+    answers on its stdout, on the line that starts with a token it read from stdin."""
+    work = Path(tempfile.mkdtemp(prefix="course-gradescope-"))
+    try:
+        os.chmod(work, 0o700)
+        copy = work / "submission.ipynb"
+        shutil.copyfile(path, copy)
+        for p in (work, copy):
+            os.chown(p, uid, uid)
+        token = secrets.token_hex(16)
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(work), "MPLCONFIGDIR": str(work),
+               "TMPDIR": tempfile.gettempdir()}
+        command = [sys.executable, "-m", "course_tools.gradescope", "grade-one", str(copy),
+                   "--seed", str(options["seed"]), "--cell-timeout", str(options["cell_timeout"])]
+        if options.get("item_timeout") is not None:
+            command += ["--item-timeout", str(options["item_timeout"])]
+        try:
+            proc = subprocess.run(command, input=token + "\n", capture_output=True, text=True, cwd=work, env=env,
+                                  user=uid, group=uid, extra_groups=[], timeout=3600)
+        except (OSError, subprocess.SubprocessError) as error:
+            return {"error": {"code": "sandbox", "message": f"grading as uid {uid} failed too: "
+                              f"{type(error).__name__}: {error} (can uid {uid} run {sys.executable}?)"}}
+        answers = [line[len(token) + 1:] for line in proc.stdout.splitlines() if line.startswith(token + " ")]
+        if not answers:
+            return {"error": {"code": "sandbox", "message": f"grading as uid {uid} gave no answer "
+                              f"(exit status {proc.returncode}): {proc.stderr[-300:]}"}}
+        return json.loads(answers[-1])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _grade(path: str, options: dict) -> dict:
+    """{"report": ...} or {"error": {"code", "message"}}."""
+    from .grader import GradeError, grade
+    uid = int(os.environ.get("COURSE_GRADESCOPE_UID", NOBODY))
+    if os.environ.get("COURSE_GRADESCOPE_UNPRIVILEGED") and os.geteuid() == 0:   # skip the namespaces
+        return _grade_as(uid, path, options)
+    try:
+        return {"report": grade(path, **options)}
+    except GradeError as error:
+        if error.code == "sandbox" and os.geteuid() == 0 and not os.environ.get("COURSE_GRADESCOPE_NO_FALLBACK"):
+            print(f"the sandbox is not available here ({error}); grading as uid {uid} instead", file=sys.stderr)
+            return _grade_as(uid, path, options)
+        return {"error": {"code": error.code, "message": str(error)}}
+
+
+def run(root, seed: int | None = None) -> tuple[dict, int]:
+    """Grade the submission under `root` (laid out like /autograder) and write
+    root/results/results.json - whatever happens; returns (the results, the exit status)."""
+    try:
+        return _run(root, seed)
+    except Exception as error:  # noqa: BLE001 - Gradescope needs a results.json to show anything
+        results = {"score": 0, "output": f"The autograder failed ({type(error).__name__}: {error}); "
+                   "this is not about your code - ask the course staff to rerun it.", "tests": []}
+        results_dir = Path(root) / "results"
+        results_dir.mkdir(parents=True, exist_ok=True)
+        (results_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        return results, 1
+
+
+def _run(root, seed: int | None) -> tuple[dict, int]:
+    from . import gradebook
+    from .grader import GradeError, read_notebook
+    started = time.monotonic()
+    root = Path(root)
+    config_path = next((p for p in (root / "source" / CONFIG, ROOT / CONFIG) if p.exists()), None)
+    if config_path is None:
+        raise FileNotFoundError(f"no {CONFIG} in {root / 'source'}: is this an autograder built by `course gradescope`?")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    number, visibility = int(config["lesson"]), config.get("visibility", "visible")
+    if os.environ.get("COURSE_GRADE_SEED"):
+        seed = int(os.environ["COURSE_GRADE_SEED"])
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    results_dir = root / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    submission = root / "submission"
+    entries = gradebook.submissions(submission) if submission.is_dir() else []
+    mine, others = [], []
+    for entry in entries:
+        if entry.problem:
+            others.append(f"{entry.file} ({entry.problem.split(':', 1)[0]})")
+            continue
+        try:
+            course = read_notebook(entry.path).get("metadata", {}).get("course")
+        except GradeError as error:
+            others.append(f"{entry.file} ({error.code})")
+            continue
+        lesson = course.get("lesson") if isinstance(course, dict) else None
+        if lesson == number and type(lesson) is int:
+            mine.append(entry)
+        elif type(lesson) is int:
+            others.append(f"{entry.file} (lesson {lesson:02d}'s exercise)")
+        else:
+            others.append(f"{entry.file} (not a course exercise)")
+    mine.sort(key=lambda e: (os.path.basename(e.file) != config.get("exercise"), e.file))
+    status = 0
+    if not mine:
+        seen = "; ".join(others) if others else "no file"
+        output = (f"No notebook of lesson {number:02d}'s exercise was submitted (received: {seen}). "
+                  f"Submit your copy of {config.get('exercise', 'the exercise')}.")
+        results = _results(number, visibility, None, output, seed, "", started)
+    else:
+        chosen = mine[0]
+        options = {"cell_timeout": float(config.get("cell_timeout") or 60.0),
+                   "item_timeout": config.get("item_timeout"), "seed": seed}
+        answer = _grade(chosen.path, options)
+        ignored = [e.file for e in mine[1:]] + others
+        note = f" Not graded: {'; '.join(ignored)}." if ignored else ""
+        if "report" in answer:
+            report = answer["report"]
+            output = (f"Graded {chosen.file} (lesson {number:02d}, {config.get('id', '')}): "
+                      f"{report['score']} / {report['max_score']} points. Hidden cases' seed: {seed}.{note}")
+            results = _results(number, visibility, report, output, seed, chosen.file, started)
+        else:
+            error = answer["error"]
+            if error["code"] in ("sandbox", "internal"):
+                status = 1       # the machine, not the student: Gradescope shows the run as failed
+            output = f"{chosen.file} could not be graded: {error['message']}{note}"
+            results = _results(number, visibility, None, output, seed, chosen.file, started)
+    results_path = results_dir / "results.json"
+    results_path.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return results, status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_tools.gradescope", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="grade the submission and write results/results.json")
+    p.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", "/autograder"))
+    p.add_argument("--seed", type=int, default=None, help="the hidden cases' seed (default: a fresh one)")
+    p = sub.add_parser("install", help="(setup.sh) put the bundle's exercise where the grader reads it")
+    p.add_argument("--source", default=os.path.join(os.environ.get("AUTOGRADER_ROOT", "/autograder"), "source"))
+    p = sub.add_parser("grade-one", help="(internal) grade one notebook; answer on stdout after a token")
+    p.add_argument("path")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--cell-timeout", type=float, default=60.0)
+    p.add_argument("--item-timeout", type=float, default=None)
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        results, status = run(args.root, seed=args.seed)
+        print(f"score {results['score']}: {results['output']}")
+        return status
+    if args.command == "install":
+        for path in install(Path(args.source)):
+            print(f"installed {path}")
+        return 0
+    token = sys.stdin.readline().strip()
+    sys.stdin.close()
+    from .grader import GradeError, grade
+    try:
+        answer = {"report": grade(args.path, cell_timeout=args.cell_timeout, item_timeout=args.item_timeout,
+                                  seed=args.seed)}
+    except GradeError as error:
+        answer = {"error": {"code": error.code, "message": str(error)}}
+    except Exception as error:  # noqa: BLE001
+        answer = {"error": {"code": "internal", "message": type(error).__name__}}
+    print(f"{token} {json.dumps(answer)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
