@@ -53,7 +53,9 @@ bench: install
 	$(BIN)/course bench --update-readme
 
 # The website and the browser tests need the `site` extra (Jupyter Book, a local MathJax,
-# Playwright); the browser is the system's Chromium (apt-get install chromium fonts-noto-cjk).
+# Playwright); the browser is the system's Chromium (apt-get install chromium fonts-noto-cjk). The
+# site embeds the Chinese characters it uses from the system's Noto CJK font (fonts-noto-cjk):
+# without it, `course site` warns and the site's Chinese needs a CJK font wherever it is read.
 SITE_STAMP := $(VENV)/.site-installed
 
 $(SITE_STAMP): $(STAMP) pyproject.toml $(LOCK)

@@ -5,19 +5,24 @@ environment), on a free local port with a token, in a temporary folder holding a
 with its outputs cleared (autosave must not touch the stored notebook, and every output must
 come from this run). The test opens the notebook, runs every cell from
 the Run menu, and checks on the page that every cell ran, nothing raised, the evidence cell ran
-and the figure is shown; then it saves from the page and checks the saved file too. No
-first-run pop-up (the Jupyter news question) may appear. Screenshots: build/screenshots/lab_*.png.
+(and ends with its ✓ list of claims) and the figure is shown; then it saves from the page and checks
+the saved file too. No first-run pop-up (the Jupyter news question) may appear.
+
+A second test opens the stored lesson 01 (as committed) next to the learner's copy of its exercise
+(`course start 01`): two tabs with different titles, neither marked modified once its kernel is up.
+Screenshots: build/screenshots/lab_*.png.
 """
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 
 import nbformat
 import pytest
 
-from course_tools import lab
+from course_tools import lab, workspace
 
 from .conftest import ROOT
 
@@ -103,6 +108,11 @@ def test_lesson_01_runs_all_cells_in_jupyterlab(browser, lab_server, screenshots
         evidence_prompt = re.search(r"\[(\d+)\]", evidence_cell.locator(".jp-InputPrompt").inner_text())
         assert evidence_prompt, "the evidence cell did not run"
         assert evidence_cell.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+        # The evidence cell ends with the list of its claims, not with a bare number.
+        evidence_text = evidence_cell.locator(".jp-OutputArea").inner_text()
+        assert re.search(r"\d+ of \d+ claims held", evidence_text) and "✓" in evidence_text, evidence_text[:500]
+        assert "✗" not in evidence_text
+        assert not re.fullmatch(r"\s*(Out\[\d+\]:)?\s*[-\d.e]+\s*", evidence_text), evidence_text
 
         figures = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedImage img")
         assert figures.count() >= 1, "no figure appeared"
@@ -132,5 +142,68 @@ def test_lesson_01_runs_all_cells_in_jupyterlab(browser, lab_server, screenshots
 
         assert page.get_by_text(NEWS).count() == 0, "the Jupyter news question appeared"
         assert not page_errors, f"JavaScript errors in JupyterLab: {page_errors}"
+    finally:
+        context.close()
+
+
+# ------------------------------------------------------------------ opening lesson and exercise side by side
+
+@pytest.fixture
+def desk_server(tmp_path, monkeypatch):
+    """JupyterLab on a learner's folder: the stored lesson 01 as it is in the repository (a byte copy)
+    and the learner's copy of its exercise, made by `course start 01`."""
+    root = tmp_path / "course"
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copyfile(ROOT / "notebooks" / LESSON, root / "notebooks" / LESSON)
+    monkeypatch.setenv(workspace.WORK_ENV, str(root / "work"))
+    copy, created = workspace.start("01")
+    assert created
+    env = {"JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "user-settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "OMP_NUM_THREADS": "1"}
+    lab.configure()
+    try:
+        with lab.serve(root, tmp_path / "lab.log", env=env,
+                       extra=[f"--ServerApp.root_dir={root}", "--LabApp.default_url=/lab",
+                              "--LabApp.expose_app_in_browser=True"]) as (base, token):
+            yield {"base": base, "token": token, "root": root,
+                   "lesson": f"notebooks/{LESSON}", "exercise": copy.relative_to(root).as_posix()}
+    except RuntimeError as error:
+        pytest.fail(str(error))
+
+
+def test_lesson_and_exercise_open_as_two_tabs_with_their_own_titles_and_unmodified(browser, desk_server,
+                                                                                   screenshots):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(f"{desk_server['base']}/lab/tree/{desk_server['lesson']}?token={desk_server['token']}",
+                  wait_until="domcontentloaded")
+        page.locator(".jp-NotebookPanel").first.wait_for(state="visible", timeout=120_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
+        page.wait_for_function("() => !!window.jupyterapp", timeout=30_000)
+        page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})",
+                      desk_server["exercise"])
+        page.wait_for_function("() => document.querySelectorAll('.jp-NotebookPanel').length === 2", timeout=60_000)
+        # Both kernels are up: JupyterLab has written its kernelspec and language_info by now.
+        page.wait_for_function("""() => [...window.jupyterapp.shell.widgets('main')].every(w =>
+            !w.sessionContext || (w.sessionContext.session && w.sessionContext.session.kernel
+                                  && w.sessionContext.session.kernel.status === 'idle'))""", timeout=120_000)
+        page.wait_for_timeout(3000)
+        page.screenshot(path=str(screenshots / "lab_lesson_and_exercise_tabs.png"))
+
+        titles = page.evaluate("""() => [...document.querySelectorAll(
+            '.lm-DockPanel-tabBar .lm-TabBar-tab .lm-TabBar-tabLabel')].map(t => t.textContent.trim())""")
+        assert len(titles) == 2, titles
+        assert len(set(titles)) == 2, f"two tabs with the same title: {titles}"
+        assert LESSON in titles and "01_scale_sqrt_dk_exercise.ipynb" in titles, titles
+
+        dirty = page.evaluate("""() => [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab')]
+            .filter(t => t.classList.contains('jp-mod-dirty')).map(t => t.textContent.trim())""")
+        models = page.evaluate("""() => [...window.jupyterapp.shell.widgets('main')]
+            .filter(w => w.context).map(w => [w.context.path, w.context.model.dirty])""")
+        assert not dirty and not any(d for _, d in models), \
+            f"marked modified right after opening: {dirty} {models} (lessons are stored with the metadata " \
+            "JupyterLab writes by `course store`; `course start` writes it into the copy)"
     finally:
         context.close()

@@ -155,3 +155,100 @@ def test_a_cjk_font_is_installed():
     except FileNotFoundError:
         pytest.fail(f"fontconfig (fc-list) is missing: {INSTALL_HINT}", pytrace=False)
     assert fonts.strip(), f"no Chinese font: {INSTALL_HINT}"
+
+
+# ------------------------------------------------------------------ how the pages look (issue 18)
+
+BAR_LINE = re.compile(r"^(?P<label>.*?):\s+(?P<percent>\d+)%\|", re.M)
+WIDE_TABLE_PAGE = "09_warmup_pre_post_ln.html"     # its results table is about 3 text columns wide
+FIGURE_PAGE = "09_warmup_pre_post_ln.html"         # a 2 x 3 panel figure, unreadable at column width
+
+
+def output_texts(page) -> list[str]:
+    return page.evaluate("() => [...document.querySelectorAll('div.cell_output pre')].map(p => p.textContent)")
+
+
+@pytest.mark.parametrize("name", LESSON_PAGES)
+def test_lesson_page_shows_no_test_markers_and_no_partial_progress_bar(site, visit, name):
+    """Code is shown without nbval's `# NBVAL_CHECK_OUTPUT` lines, and a progress bar only in its
+    final state (one line per bar: no 0% / 68% / 100% sequence)."""
+    html = (site / name).read_text(encoding="utf-8")
+    assert "NBVAL" not in html, f"{name}: nbval markers are shown: {html[html.find('NBVAL') - 80:][:160]!r}"
+    v = visit(name)
+    assert "NBVAL" not in v.page.evaluate("() => document.body.innerText")
+    for text in output_texts(v.page):
+        assert "\r" not in text, f"{name}: an output keeps carriage-return updates: {text[:200]!r}"
+        bars = [(m.group("label"), int(m.group("percent"))) for m in BAR_LINE.finditer(text)]
+        labels = [label for label, _ in bars]
+        repeated = sorted({label for label in labels if labels.count(label) > 1})
+        assert not repeated, f"{name}: progress bars shown in several states: {repeated} in {text[:300]!r}"
+        started_only = [label for label, percent in bars if percent == 0]
+        assert not started_only, f"{name}: progress bars shown at 0%: {started_only}"
+
+
+def test_a_lesson_with_training_still_shows_its_finished_bars(site):
+    text = (site / "09_warmup_pre_post_ln.html").read_text(encoding="utf-8")
+    assert re.search(r"Post-LN, no warm-up: 100%\|", text), "lesson 09's finished training bars are gone"
+
+
+def test_a_wide_table_scrolls_sideways_instead_of_being_squeezed(visit, screenshots):
+    v = visit(WIDE_TABLE_PAGE)
+    tables = v.page.evaluate("""() => [...document.querySelectorAll('div.cell_output table.dataframe')].map(t => {
+        const box = t.closest('.output');
+        return {table: t.getBoundingClientRect().width, box: box.clientWidth, scroll: box.scrollWidth,
+                overflow: getComputedStyle(box).overflowX,
+                wrapped: [...t.querySelectorAll('th, td')].some(c => getComputedStyle(c).whiteSpace !== 'nowrap')};
+    })""")
+    widest = max(range(len(tables)), key=lambda i: tables[i]["table"])
+    table = tables[widest]
+    assert table["table"] > 1.5 * table["box"], f"the widest table is squeezed into the column: {table}"
+    assert table["overflow"] in ("auto", "scroll") and table["scroll"] > table["box"], table
+    assert not table["wrapped"], "table cells wrap their text"
+    box = v.page.locator("div.cell_output table.dataframe").nth(widest).locator("xpath=ancestor::div[contains(@class, 'output')][1]")
+    box.scroll_into_view_if_needed()
+    box.evaluate("b => { b.scrollLeft = 400; }")
+    assert box.evaluate("b => b.scrollLeft") > 0, "the table's box does not scroll"
+    v.page.screenshot(path=str(screenshots / "site_wide_table.png"))
+
+
+def test_a_figure_enlarges_on_click_and_closes_with_escape(visit, screenshots):
+    v = visit(FIGURE_PAGE)
+    figure = v.page.locator("div.cell_output img").first
+    figure.scroll_into_view_if_needed()
+    inline = figure.evaluate("img => ({shown: img.getBoundingClientRect().width, natural: img.naturalWidth})")
+    assert inline["natural"] > 1.5 * inline["shown"], f"the figure is not shrunk on the page: {inline}"
+    figure.click()
+    big = v.page.locator(".course-zoom-overlay img")
+    big.wait_for(state="visible", timeout=5000)
+    shown = big.evaluate("img => img.getBoundingClientRect().width")
+    assert shown >= inline["natural"] - 1, f"the enlarged figure is {shown} px wide, natural {inline['natural']}"
+    v.page.screenshot(path=str(screenshots / "site_figure_enlarged.png"))
+    v.page.keyboard.press("Escape")
+    assert v.page.locator(".course-zoom-overlay").count() == 0
+    figure.click()
+    v.page.locator(".course-zoom-overlay").click()
+    assert v.page.locator(".course-zoom-overlay").count() == 0
+    assert not v.errors
+
+
+@pytest.mark.parametrize("name", ["index.html", "01_scale_sqrt_dk.html"])
+def test_one_search_box(visit, name):
+    v = visit(name)
+    boxes = v.page.evaluate("""() => [...document.querySelectorAll(
+        '.search-button-field, form.bd-search input[type=search], input[type=search]')]
+        .filter(e => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden').length""")
+    assert boxes == 1, f"{name}: {boxes} search boxes visible"
+
+
+def test_chinese_is_drawn_with_the_font_the_site_embeds(site, visit):
+    """The site carries the Chinese glyphs it uses (a subset of Noto Sans CJK): Chinese renders on a
+    machine without a CJK font too."""
+    fonts = sorted((site / "_static" / "fonts").glob("cjk-*.woff"))
+    assert fonts, f"no CJK font embedded in the site (build/site/_static/fonts/): {INSTALL_HINT}"
+    v = visit("01_scale_sqrt_dk.html", offline=True)
+    loaded = v.page.evaluate("""async () => {
+        await document.fonts.ready;
+        return [...document.fonts].filter(f => f.family.includes('Course CJK') && f.status === 'loaded').length;
+    }""")
+    assert loaded >= 1, "the embedded CJK font was not used for the page's Chinese"
+    assert v.page.evaluate("() => document.fonts.check('16px \"Course CJK\"', '缩放的原因')")

@@ -9,13 +9,21 @@ can show, for every lesson and every seed, how far each claim was from failing:
 
 When the environment variable COURSE_CLAIMS_FILE names a file, every claim is appended to it as
 one JSON line (the sweep sets it per run); otherwise claims are only kept in `RECORDED`.
+
+In a notebook, a cell that makes claims ends with a list of them, one line each: ✓ (held) or
+✗ (failed), the statement, the measured value and the threshold (`claims_summary`, shown by an
+IPython hook installed when this module is imported in a kernel), so an evidence cell reads as
+the facts it checked rather than as the bare number its last expression returned. `claim`
+still returns the relative margin, a float (`ClaimResult`) that computes as before.
 """
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
 import operator
+import sys
 
 import torch
 
@@ -61,8 +69,116 @@ def _record(entry: dict) -> None:
             handle.write(json.dumps(entry) + "\n")
 
 
-def claim(statement: str, value, op: str, threshold) -> float:
-    """Assert `value op threshold` (op one of > >= < <=); record it; return the relative margin.
+_SYMBOLS = {">": ">", ">=": "≥", "<": "<", "<=": "≤"}
+
+
+def _claim_line(entry: dict) -> tuple[str, str, str]:
+    """(mark, statement, 'measured V, claimed OP T') of one recorded claim."""
+    mark = "✓" if entry["held"] else "✗"
+    numbers = (f"measured {entry['value']:.4g}, claimed {_SYMBOLS.get(entry['op'], entry['op'])} "
+               f"{entry['threshold']:.4g}")
+    return mark, entry["statement"], numbers
+
+
+class ClaimsSummary:
+    """A list of recorded claims as a notebook shows it: one line per claim, ✓ or ✗, statement,
+    measured value, threshold (plain text and HTML)."""
+
+    def __init__(self, entries: list[dict]):
+        self.entries = list(entries)
+
+    def _title(self) -> str:
+        held = sum(bool(e["held"]) for e in self.entries)
+        noun = "claim" if len(self.entries) == 1 else "claims"
+        return f"{held} of {len(self.entries)} {noun} held"
+
+    def __repr__(self) -> str:
+        lines = [self._title() + ":"]
+        lines += [f"{mark} {statement}: {numbers}" for mark, statement, numbers in map(_claim_line, self.entries)]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        items = []
+        for mark, statement, numbers in map(_claim_line, self.entries):
+            colour = "#1a7f37" if mark == "✓" else "#cf222e"
+            items.append(f'<li><span style="color: {colour}; font-weight: bold">{mark}</span> '
+                         f"{html.escape(statement)}: <code>{html.escape(numbers)}</code></li>")
+        return (f'<div class="course-claims"><strong>{html.escape(self._title())}</strong>'
+                '<ul style="list-style: none; padding-left: 0.5em; margin: 0.2em 0">'
+                + "".join(items) + "</ul></div>")
+
+
+def claims_summary(entries: list[dict] | None = None) -> ClaimsSummary:
+    """The ✓ list of `entries` (default: every claim made so far in this process)."""
+    return ClaimsSummary(RECORDED if entries is None else entries)
+
+
+class ClaimResult(float):
+    """What `claim` returns: the relative margin, a float in every computation. As the last value of
+    a notebook cell it shows as its ✓ line, not as a bare number (and as nothing when the cell's
+    list of claims is shown anyway)."""
+
+    def __new__(cls, relative: float, entry: dict):
+        result = super().__new__(cls, relative)
+        result.entry = entry
+        return result
+
+    def __reduce__(self):
+        return float, (float(self),)
+
+    def _ipython_display_(self):
+        if _hook_state.get("shell") is not None and any(e is self.entry for e in _cell_claims()):
+            return  # the hook lists this cell's claims, this one included, when the cell ends
+        from IPython.display import display
+        display(ClaimsSummary([self.entry]))
+
+
+#: The IPython shell the hook is installed in and where the running cell's claims start in RECORDED.
+_hook_state: dict = {"shell": None, "start": 0}
+
+
+def _cell_claims() -> list[dict]:
+    return RECORDED[_hook_state["start"]:]
+
+
+def _before_cell(*_args) -> None:
+    _hook_state["start"] = len(RECORDED)
+
+
+def _after_cell(*_args) -> None:
+    entries = _cell_claims()
+    _hook_state["start"] = len(RECORDED)
+    if entries:
+        from IPython.display import display
+        display(ClaimsSummary(entries))
+
+
+def install_notebook_display(shell=None) -> bool:
+    """Show each cell's claims as a ✓ list when the cell ends (IPython kernels only; idempotent).
+    Called when this module is imported; returns whether a shell was found."""
+    if shell is None:
+        ipython = sys.modules.get("IPython")   # never import IPython outside a kernel
+        shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    if shell is None or not hasattr(shell, "events"):
+        return False
+    previous = getattr(shell, "_course_claims_hooks", None)
+    if previous is not None:   # a re-import: replace the old module's hooks
+        for event, function in previous:
+            try:
+                shell.events.unregister(event, function)
+            except ValueError:
+                pass
+    hooks = [("pre_run_cell", _before_cell), ("post_run_cell", _after_cell)]
+    for event, function in hooks:
+        shell.events.register(event, function)
+    shell._course_claims_hooks = hooks
+    _hook_state["shell"], _hook_state["start"] = shell, len(RECORDED)
+    return True
+
+
+def claim(statement: str, value, op: str, threshold) -> ClaimResult:
+    """Assert `value op threshold` (op one of > >= < <=); record it; return the relative margin
+    (a `ClaimResult`: a float that a notebook shows as the claim's ✓ line).
 
     `statement` says what is claimed in words; the ClaimFailed (an AssertionError) repeats it with
     the numbers. Raised explicitly: it fails under `python -O` too.
@@ -73,14 +189,15 @@ def claim(statement: str, value, op: str, threshold) -> float:
     threshold = _as_float("threshold", threshold)
     held = (not math.isnan(value)) and _OPERATORS[op](value, threshold)
     absolute, relative = margin_of(value, op, threshold)
-    _record({"statement": statement, "value": value, "op": op, "threshold": threshold,
-             "margin": absolute, "relative_margin": relative, "held": bool(held)})
+    entry = {"statement": statement, "value": value, "op": op, "threshold": threshold,
+             "margin": absolute, "relative_margin": relative, "held": bool(held)}
+    _record(entry)
     if not held:
         raise ClaimFailed(f"{statement}: measured {value:.4g}, claimed {op} {threshold:.4g}")
-    return relative
+    return ClaimResult(relative, entry)
 
 
-def claim_close(statement: str, got, expected, atol: float = 1e-6) -> float:
+def claim_close(statement: str, got, expected, atol: float = 1e-6) -> ClaimResult:
     """Assert that two tensors (or numbers) agree within `atol` everywhere; record the largest gap.
 
     The comparison of a piece built in the open with its `course_lib` twin goes through here, so
@@ -98,3 +215,6 @@ def claim_close(statement: str, got, expected, atol: float = 1e-6) -> float:
     gap = (got.detach().double().cpu() - expected.detach().double().cpu()).abs()
     largest = gap.max().item() if gap.numel() else 0.0
     return claim(statement + " (largest difference)", largest, "<=", atol)
+
+
+install_notebook_display()

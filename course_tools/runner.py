@@ -180,6 +180,19 @@ def store(lessons: list[Lesson], timeout: int = 600) -> None:
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
                        kernel_manager_class=kernel_manager_class(),
                        resources={"metadata": {"path": str(lesson.notebook.parent)}}).execute()
-        for cell in nb.cells:
-            cell.metadata.pop("execution", None)
+        tidy_stored(nb)
         nbformat.write(nb, lesson.notebook)
+
+
+def tidy_stored(nb):
+    """A freshly executed lesson as JupyterLab would save it (`course_tools.nbtidy`): the course
+    kernelspec and the kernel's language_info (nbclient wrote it), so that opening the lesson does not
+    mark it modified; each cell's stdout/stderr in its final state (a progress bar's last line, not
+    every update); no per-cell execution timings."""
+    from .nbtidy import collapse_streams, jupyterlab_metadata
+    jupyterlab_metadata(nb)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = collapse_streams(cell.outputs)
+    return nb

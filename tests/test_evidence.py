@@ -207,3 +207,58 @@ def test_no_printed_library_comparison_without_assert(lesson):
                 offenders.append(f"cell {index}: {match.group(0).strip()[:90]}")
     assert not offenders, (f"{lesson.stem} prints a notebook-vs-library comparison without asserting "
                            f"it (use claim_close): " + "; ".join(offenders))
+
+
+def test_claim_returns_a_float_that_computes_as_before():
+    relative = claim("gap is large", 0.3, ">", 0.1)
+    assert isinstance(relative, float) and relative == pytest.approx(2.0)
+    assert type(relative * 2 + 1) is float and relative * 2 + 1 == pytest.approx(5.0)
+    assert f"{relative:.1f}" == "2.0" and str(relative) == str(float(relative))
+    assert json.loads(json.dumps({"m": relative}))["m"] == pytest.approx(2.0)
+    margin = claim_close("same", torch.ones(2), torch.ones(2), atol=1e-6)
+    assert margin == 1.0 and margin + 0 == 1.0
+
+
+def test_claims_summary_lists_statement_measured_and_threshold():
+    entries = [{"statement": "ratio <falls> & more", "value": 16.234, "op": ">", "threshold": 8.0, "held": True},
+               {"statement": "gap", "value": 3e-7, "op": "<=", "threshold": 1e-6, "held": True},
+               {"statement": "loss", "value": 0.5, "op": "<", "threshold": 0.1, "held": False}]
+    text = repr(evidence.claims_summary(entries))
+    assert text.splitlines() == ["2 of 3 claims held:",
+                                 "✓ ratio <falls> & more: measured 16.23, claimed > 8",
+                                 "✓ gap: measured 3e-07, claimed ≤ 1e-06",
+                                 "✗ loss: measured 0.5, claimed < 0.1"]
+    page = evidence.claims_summary(entries)._repr_html_()
+    assert "ratio &lt;falls&gt; &amp; more" in page and page.count("<li>") == 3 and "✗" in page
+
+
+def test_a_notebook_cell_that_makes_claims_ends_with_their_list_not_a_number():
+    """In IPython (a kernel), each cell's claims are shown as a ✓ list when it ends; the last
+    claim's value shows nothing more (no bare 1.0254478514340768)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    try:
+        assert evidence.install_notebook_display(shell)
+        shell.user_ns["claim"] = claim
+        with capture_output() as cell:
+            shell.run_cell("claim('gap is large', 0.3, '>', 0.1)\nclaim('loss is small', 0.01, '<', 0.1)")
+        assert "2.0" not in cell.stdout and "1.0" not in cell.stdout   # (a kernel sends no Out[] at all)
+        assert len(cell.outputs) == 1
+        shown = cell.outputs[0].data["text/plain"]
+        assert shown.splitlines() == ["2 of 2 claims held:", "✓ gap is large: measured 0.3, claimed > 0.1",
+                                      "✓ loss is small: measured 0.01, claimed < 0.1"]
+        assert "text/html" in cell.outputs[0].data
+        with capture_output() as plain:                      # a cell without claims: as before
+            shell.run_cell("1 + 1")
+        assert not plain.outputs and "Out[" in plain.stdout
+        with capture_output() as failing:                    # a failed claim is listed with ✗
+            shell.run_cell("claim('held', 1, '<', 2)\nclaim('fails', 5, '<', 2)")
+        assert "ClaimFailed" in failing.stdout + failing.stderr
+        assert failing.outputs[-1].data["text/plain"].splitlines()[-1] == "✗ fails: measured 5, claimed < 2"
+    finally:
+        for event, function in getattr(shell, "_course_claims_hooks", []):
+            shell.events.unregister(event, function)
+        evidence._hook_state["shell"] = None
+        InteractiveShell.clear_instance()

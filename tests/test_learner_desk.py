@@ -56,8 +56,13 @@ def test_a_learner_session_start_answer_regenerate_check_grade_progress(desk, ca
     # start: a copy in work/, and the way to open it
     assert cli.main(["start", "1"]) == 0
     out = capsys.readouterr().out
-    work = desk / "work" / EXERCISE.name
-    assert work.read_bytes() == EXERCISE.read_bytes()
+    work = desk / "work" / "01_scale_sqrt_dk_exercise.ipynb"   # not the lesson's name: two tabs, two titles
+    assert work == workspace.work_copy(LESSON) and work.name != LESSON.notebook.name
+    copied, exercise = nbformat.read(work, as_version=4), nbformat.read(EXERCISE, as_version=4)
+    assert [(c.cell_type, c.source) for c in copied.cells] == [(c.cell_type, c.source) for c in exercise.cells]
+    assert copied.metadata.course == exercise.metadata.course
+    assert copied.metadata.kernelspec["display_name"] == lab.KERNEL_DISPLAY_NAME   # opens unmodified
+    assert workspace.display(work) in out
     assert "course lab" in out and "course check 01" in out and "course grade 01" in out
 
     # answer it (in the work copy), then regenerate the exercises: the answer survives, and an edit
@@ -212,7 +217,7 @@ def test_grade_and_check_take_a_number_or_any_path_and_suggest_the_nearest(tmp_p
     shutil.copy(EXERCISE, spaced)
     assert workspace.resolve(str(spaced)) == spaced
     workspace.start("01")
-    assert workspace.resolve("01") == desk / "work" / EXERCISE.name     # the learner's copy wins
+    assert workspace.resolve("01") == workspace.work_copy(LESSON)      # the learner's copy wins
     with pytest.raises(workspace.NotebookNotFound, match=r"did you mean exercises/01_scale_sqrt_dk\.ipynb"):
         workspace.resolve("exercises/01_scale_sqrt.ipynb")
     with pytest.raises(workspace.NotebookNotFound, match="00-25"):
@@ -223,6 +228,20 @@ def test_grade_and_check_take_a_number_or_any_path_and_suggest_the_nearest(tmp_p
     assert "did you mean notebooks/01_scale_sqrt_dk.ipynb?" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="no lesson '99'; the lessons are 00-25"):
         cli.main(["run", "--only", "99"])
+
+
+@pytest.mark.unit
+def test_a_copy_started_under_the_lessons_own_name_is_still_the_learners(desk, capsys):
+    """Copies made before `course start` named them `..._exercise.ipynb` keep their answers: start,
+    check and grade find them, and no second copy is made."""
+    legacy = desk / "work" / EXERCISE.name
+    legacy.parent.mkdir()
+    shutil.copy(EXERCISE, legacy)
+    assert workspace.start("01") == (legacy, False)
+    assert not workspace.work_copy(LESSON).exists()
+    assert workspace.resolve("01") == legacy == workspace.started_copy(LESSON)
+    assert cli.main(["start", "01"]) == 0
+    assert "already started" in capsys.readouterr().out
 
 
 @pytest.mark.unit
