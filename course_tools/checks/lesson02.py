@@ -1,115 +1,113 @@
-"""Graded checks for lesson 02: a single-head self-attention layer with its own projections."""
+"""Graded checks for lesson 02: fusing the Q/K/V projections into one matrix, and a self-attention
+head that uses one fused projection (as GPT-2's c_attn and nn.MultiheadAttention's in_proj do)."""
 import math
 
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, exercise, expect, expect_close
-from course_lib.self_attention import SelfAttention as Reference
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
 
 
-def _build(cls, d_model, rng):
-    """The learner's layer and the reference, both holding the same hidden random weights."""
-    layer = cls(d_model)
-    for name in ("q_proj", "k_proj", "v_proj"):
-        proj = getattr(layer, name, None)
-        expect(isinstance(proj, nn.Linear),
-               f"[d_model={d_model}] `{name}` should be an nn.Linear, got {type(proj).__name__}")
-        expect(proj.in_features == d_model and proj.out_features == d_model,
-               f"[d_model={d_model}] `{name}` should map {d_model} -> {d_model} features, "
-               f"got {proj.in_features} -> {proj.out_features}")
-        expect(proj.bias is not None, f"[d_model={d_model}] `{name}` should have a bias "
-               "(nn.Linear's default)")
-    reference = Reference(d_model)
+def _reference_attention(x, weight, bias, d_head, mask=None):
+    """q, k, v = the three d_head-wide column blocks of x Wᵀ + b; masked softmax(q kᵀ/√d_head) v."""
+    qkv = x.double() @ weight.double().T + bias.double()
+    q, k, v = qkv[..., :d_head], qkv[..., d_head:2 * d_head], qkv[..., 2 * d_head:]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1).nan_to_num(0.0)       # a fully masked row: zero weights
+    return (weights @ v).float(), weights.float()
+
+
+def _call(case, fn, *args):
+    """The learner's call; an exception becomes feedback that names the case."""
+    try:
+        return fn(*args)
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code
+        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
+
+
+def _linear(rng, d_in, d_out, bias=True):
+    layer = nn.Linear(d_in, d_out, bias=bias)
     with torch.no_grad():
-        for name in ("q_proj", "k_proj", "v_proj"):
-            weight = torch.randn(d_model, d_model, generator=rng) / math.sqrt(d_model)
-            bias = torch.randn(d_model, generator=rng) * 0.1
-            for target in (getattr(layer, name), getattr(reference, name)):
-                target.weight.copy_(weight)
-                target.bias.copy_(bias)
-    return layer, reference
+        layer.weight.copy_(torch.randn(d_out, d_in, generator=rng) / math.sqrt(d_in))
+        if bias:
+            layer.bias.copy_(torch.randn(d_out, generator=rng))
+    return layer
 
 
-def _compare(layer, reference, x, mask, case):
-    got = layer(x) if mask is None else layer(x, mask)
+@exercise("02.fuse-qkv", points=2, uses="fuse_qkv")
+def check_fuse(fn, rng):
+    """One nn.Linear whose output is [q_proj(x), k_proj(x), v_proj(x)], with or without biases."""
+    plans = [((5, 3, 3, 4), (True, True, True), "q, k and v of different widths: is the order q, k, v?"),
+             ((4, 4, 4, 4), (True, False, True), "k_proj has no bias (bias=None): its part of the fused bias is zero"),
+             ((3, 2, 2, 6), (False, False, False), "no projection has a bias")]
+    for _ in range(3):
+        d_in, d_qk, d_v = (int(n) for n in torch.randint(1, 9, (3,), generator=rng))
+        biases = tuple(bool(b) for b in torch.rand(3, generator=rng) > 0.3)
+        plans.append(((d_in, d_qk, d_qk, d_v), biases, f"random case: d_in={d_in}, q/k width {d_qk}, v width {d_v}"))
+    for (d_in, d_q, d_k, d_v), biases, case in plans:
+        parts = [_linear(rng, d_in, d, b) for d, b in zip((d_q, d_k, d_v), biases)]
+        fused = _call(case, fn, *parts)
+        expect(isinstance(fused, nn.Linear), f"[{case}] fuse_qkv should return an nn.Linear, got {type(fused).__name__}")
+        expect_shape(case, fused.weight, (d_q + d_k + d_v, d_in), name="the fused weight")
+        expect(fused.bias is not None, f"[{case}] the fused layer needs a bias (zeros where a part had none)")
+        x = torch.randn(2, 5, d_in, generator=rng)
+        with torch.no_grad():
+            expected = torch.cat([p(x) for p in parts], dim=-1)
+        expect_close(case, _call(case, fused, x), expected, atol=1e-5, name="fused(x)")
+
+
+def _weights(rng, d_model, d_head):
+    """GPT-2's layout (Conv1D): weight (d_model, 3 * d_head), bias (3 * d_head,)."""
+    return (torch.randn(d_model, 3 * d_head, generator=rng) / math.sqrt(d_model),
+            torch.randn(3 * d_head, generator=rng) * 0.3)
+
+
+def _compare(fn, x, weight, bias, mask, case):
+    d_head = weight.shape[1] // 3
+    got = _call(case, fn, x, weight, bias) if mask is None else _call(case, fn, x, weight, bias, mask)
     if not (isinstance(got, tuple) and len(got) == 2):
-        raise CheckFailed(f"[{case}] forward should return a tuple (output, weights), "
-                          f"got {type(got).__name__}")
-    expected_out, expected_weights = reference(x, mask)
+        raise CheckFailed(f"[{case}] return a tuple (output, weights), got {type(got).__name__}")
+    expected_out, expected_weights = _reference_attention(x, weight.T, bias, d_head, mask)
     expect_close(case, got[1], expected_weights, atol=1e-5, name="weights")
     expect_close(case, got[0], expected_out, atol=1e-5, name="output")
 
 
-def _sizes(rng):
-    B, T = (int(n) for n in torch.randint(1, 6, (2,), generator=rng))
-    d_model = int(torch.randint(2, 17, (1,), generator=rng))
-    return B, T, d_model
+@exercise("02.fused-forward", points=2, uses="fused_self_attention")
+def check_forward(fn, rng):
+    """q, k, v are the first, second and third d_head columns of x @ weight + bias; scaled by 1/√d_head."""
+    d_model, d_head = 12, 3
+    w, b = _weights(rng, d_model, d_head)
+    _compare(fn, torch.randn(2, 5, d_model, generator=rng), w, b, None,
+             "d_model=12, weight (12, 9) so d_head=3: scale by 1/√d_head (not √d_model); q, k, v in that order")
+    for i in range(5):
+        B, T = (int(n) for n in torch.randint(1, 6, (2,), generator=rng))
+        d_model, d_head = (int(n) for n in torch.randint(1, 13, (2,), generator=rng))
+        if i == 0:
+            d_model = 3 * d_head          # a square weight: x @ weight.T would run - and be wrong
+        w, b = _weights(rng, d_model, d_head)
+        case = f"case {i}: x ({B}, {T}, {d_model}), weight {tuple(w.shape)}"
+        _compare(fn, torch.randn(B, T, d_model, generator=rng), w, b, None, case)
 
 
-@exercise("02.projections", points=1, uses="SelfAttention")
-def check_projections(cls, rng):
-    """Three separate nn.Linear(d_model, d_model) projections named q_proj, k_proj, v_proj."""
-    for _ in range(3):
-        d_model = int(torch.randint(1, 33, (1,), generator=rng))
-        layer, _ = _build(cls, d_model, rng)
-        projections = [layer.q_proj, layer.k_proj, layer.v_proj]
-        expect(len({id(p) for p in projections}) == 3,
-               f"[d_model={d_model}] q_proj, k_proj and v_proj must be three different modules, "
-               "not one shared layer")
-
-
-@exercise("02.forward", points=2, uses="SelfAttention")
-def check_forward(cls, rng):
-    """Output and weights equal the reference on random shapes, with the same weights."""
-    for _ in range(5):
-        B, T, d_model = _sizes(rng)
-        layer, reference = _build(cls, d_model, rng)
-        x = torch.randn(B, T, d_model, generator=rng)
-        _compare(layer, reference, x, None, f"x {(B, T, d_model)}, no mask")
-    layer, reference = _build(cls, 64, rng)
-    x = torch.randn(2, 6, 64, generator=rng) * 2
-    _compare(layer, reference, x, None, "d_model=64: did you scale the scores by 1/√d_model?")
-
-
-@exercise("02.masked", points=2, uses="SelfAttention")
-def check_masked(cls, rng):
-    """Boolean masks (True = may attend): padding (B, 1, T), causal (T, T), a fully masked row."""
-    B, T, d_model = 3, 5, 8
-    layer, reference = _build(cls, d_model, rng)
-    x = torch.randn(B, T, d_model, generator=rng)
-    lengths = torch.tensor([5, 3, 1])
-    padding = (torch.arange(T)[None, :] < lengths[:, None])[:, None, :]    # (B, 1, T)
-    _compare(layer, reference, x, padding, "padding mask (B, 1, T)")
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
-    _compare(layer, reference, x, causal, "causal mask (T, T): True means *may attend*")
-    full = torch.ones(B, T, T, dtype=torch.bool)
-    full[1, 2] = False
-    out, weights = layer(x, full)
-    expect(not torch.isnan(out).any() and not torch.isnan(weights).any(),
-           "[fully masked row] the output contains NaN: a query with no allowed key must get zero "
-           "weights (lesson 01's scaled_dot_product_attention does this)")
-    _compare(layer, reference, x, full, "one fully masked query row")
-
-
-@exercise("02.not-raw", points=1, uses="SelfAttention")
-def check_not_raw(cls, rng):
-    """The scores use q = W_Q x and k = W_K x: the layer is not raw q = k = v = x attention."""
-    d_model, T = 8, 6
-    layer, reference = _build(cls, d_model, rng)
-    x = torch.randn(2, T, d_model, generator=rng)
-    got = layer(x)
-    if not (isinstance(got, tuple) and len(got) == 2):
-        raise CheckFailed(f"forward should return a tuple (output, weights), got {type(got).__name__}")
-    weights = got[1].detach()
-    raw = torch.softmax(x @ x.transpose(-2, -1) / math.sqrt(d_model), dim=-1)
-    expect(not torch.allclose(weights, raw, atol=1e-4),
-           "your weights equal softmax(x xᵀ/√d): the scores must use q = q_proj(x) and "
-           "k = k_proj(x), not the raw x")
-    # Symmetric scores S give log w_ij - log w_ji = c_j - c_i (the rows' log-normalisers).
-    log_ratio = weights.clamp_min(1e-30).log() - weights.clamp_min(1e-30).log().transpose(-2, -1)
-    from_symmetric = log_ratio[..., :1, :] + log_ratio[..., :, :1]
-    expect(not torch.allclose(log_ratio, from_symmetric, atol=1e-3),
-           "your scores are symmetric (score i->j equals j->i): are q and k computed with the same "
-           "projection? q must use q_proj and k must use k_proj")
-    expect_close("random W_Q ≠ W_K", weights, reference(x)[1], atol=1e-5, name="weights")
+@exercise("02.fused-masked", points=1, uses="fused_self_attention")
+def check_masked(fn, rng):
+    """Boolean masks (True = may attend), broadcast over the batch, with a fully masked query row."""
+    d_model, d_head, T = 8, 4, 5
+    w, b = _weights(rng, d_model, d_head)
+    _compare(fn, torch.randn(2, T, d_model, generator=rng), w, b,
+             torch.ones(T, T, dtype=torch.bool).tril(), "causal mask (T=5): True means *may attend*")
+    for i in range(3):
+        B, T = (int(n) for n in torch.randint(1, 6, (2,), generator=rng))
+        d_model, d_head = (int(n) for n in torch.randint(2, 10, (2,), generator=rng))
+        mask = torch.rand(1, T, T, generator=rng) > 0.4
+        mask[..., 0] = True
+        if i == 2:
+            mask[0, -1] = False
+        case = f"case {i}: x ({B}, {T}, {d_model}), mask {tuple(mask.shape)}" + (
+            ", the last query has every key masked (zero weights, zero output)" if i == 2 else "")
+        w, b = _weights(rng, d_model, d_head)
+        _compare(fn, torch.randn(B, T, d_model, generator=rng), w, b, mask, case)

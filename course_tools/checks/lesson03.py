@@ -1,123 +1,132 @@
-"""Graded checks for lesson 03: splitting into heads, merging, and the multi-head module."""
+"""Graded checks for lesson 03: grouped-query attention (several query heads share one key/value head)."""
+import math
+
 import torch
 from torch import nn
 
-from course_lib.attention import MultiHeadAttention as Reference
-from course_lib.attention import merge_heads as reference_merge
-from course_lib.attention import split_heads as reference_split
-from ..grading import CheckFailed, exercise, expect, expect_close
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
+from ..shortcuts import ATTENTION
 
-MEMBERS = ("q_proj", "k_proj", "v_proj", "out_proj")
+FORBIDS = ATTENTION + ("course_lib.attention:MultiHeadAttention",)
 
 
-def _draw(rng, low, high):
-    return int(torch.randint(low, high, (1,), generator=rng))
-
-
-@exercise("03.split-heads", points=1, uses="split_heads")
-def check_split(fn, rng):
-    """split_heads: (B, T, d_model) -> (B, n_heads, T, head_dim), head j = features j·head_dim.."""
-    for case in range(5):
-        B, T, n_heads, head_dim = _draw(rng, 1, 4), _draw(rng, 1, 7), _draw(rng, 1, 6), _draw(rng, 1, 6)
-        x = torch.randn(B, T, n_heads * head_dim, generator=rng)
-        expect_close(f"case {case}: x {tuple(x.shape)}, n_heads={n_heads}", fn(x, n_heads),
-                     reference_split(x, n_heads), atol=0, rtol=0)
-    x = torch.arange(8.0).view(1, 1, 8)
-    expect_close("x = [0, 1, ..., 7] as (1, 1, 8), n_heads=2: head 0 must hold features 0..3",
-                 fn(x, 2), reference_split(x, 2), atol=0, rtol=0)
-
-
-@exercise("03.merge-heads", points=1, uses="merge_heads")
-def check_merge(fn, rng):
-    """merge_heads: (B, n_heads, T, head_dim) -> (B, T, n_heads·head_dim), the inverse of split_heads."""
-    for case in range(5):
-        B, n_heads, T, head_dim = _draw(rng, 1, 4), _draw(rng, 1, 6), _draw(rng, 1, 7), _draw(rng, 1, 6)
-        x = torch.randn(B, n_heads, T, head_dim, generator=rng)
-        expect_close(f"case {case}: x {tuple(x.shape)}", fn(x), reference_merge(x), atol=0, rtol=0)
-    x = torch.randn(2, 5, 12, generator=rng)
-    expect_close("merge_heads(course split_heads(x, 3)) should give back x", fn(reference_split(x, 3)), x,
-                 atol=0, rtol=0)
-
-
-def _pair(cls, d_model, n_heads, rng, case):
-    """The learner's module with the reference's (random) weights copied in, and the reference."""
-    reference = Reference(d_model, n_heads).eval()
-    with torch.no_grad():
-        for p in reference.parameters():
-            p.copy_(torch.randn(p.shape, generator=rng) / d_model ** 0.5)
-    mine = cls(d_model, n_heads)
-    expect(isinstance(mine, nn.Module), f"[{case}] MultiHeadAttention should subclass nn.Module")
-    for name in MEMBERS:
-        layer = getattr(mine, name, None)
-        expect(isinstance(layer, nn.Linear),
-               f"[{case}] expected a member `{name}` that is an nn.Linear (members {', '.join(MEMBERS)})")
-        expect(tuple(layer.weight.shape) == (d_model, d_model),
-               f"[{case}] {name}.weight has shape {tuple(layer.weight.shape)}, expected "
-               f"{(d_model, d_model)}: every projection is d_model x d_model whatever n_heads is")
+def _call(case, fn, *args):
+    """The learner's call; an exception becomes feedback that names the case."""
     try:
-        mine.load_state_dict(reference.state_dict())
-    except RuntimeError as error:
-        raise CheckFailed(f"[{case}] could not copy the course weights into yours: {error}") from None
-    return mine.eval(), reference
+        return fn(*args)
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code
+        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
-def _compare(mine, reference, args, mask, case):
-    with torch.no_grad():
-        got = mine(*args) if mask is None else mine(*args, mask)
-        expected = reference(*args, mask)
-    if not (isinstance(got, tuple) and len(got) == 2):
-        raise CheckFailed(f"[{case}] return a tuple (output, weights), got {type(got).__name__}")
-    expect_close(case, got[1], expected[1], atol=1e-5, name="weights (B, n_heads, T_q, T_k)")
-    expect_close(case, got[0], expected[0], atol=1e-5, name="output")
+def _repeat_kv(x, n_rep):
+    return x[:, :, None].expand(-1, -1, n_rep, -1, -1).flatten(1, 2)
 
 
-def _random_config(rng):
-    n_heads = _draw(rng, 1, 5)
-    return n_heads * _draw(rng, 1, 5), n_heads
+@exercise("03.repeat-kv", points=1, uses="repeat_kv", forbids=FORBIDS)
+def check_repeat_kv(fn, rng):
+    """(B, n_kv, T, hd) -> (B, n_kv * n_rep, T, hd), query head j reading key/value head j // n_rep."""
+    x = torch.randn(1, 2, 3, 4, generator=rng)
+    expect_close("n_kv=2, n_rep=3: heads 0, 1, 2 share kv head 0 and heads 3, 4, 5 kv head 1 (j // n_rep), "
+                 "not 0, 1, 0, 1, ...", _call("n_kv=2, n_rep=3", fn, x, 3), _repeat_kv(x, 3), atol=0)
+    for i in range(5):
+        B, n_kv, T, hd, n_rep = (int(n) for n in torch.randint(1, 5, (5,), generator=rng))
+        x = torch.randn(B, n_kv, T, hd, generator=rng)
+        case = f"case {i}: x {tuple(x.shape)}, n_rep={n_rep}"
+        expect_close(case, _call(case, fn, x, n_rep), _repeat_kv(x, n_rep), atol=0)
 
 
-@exercise("03.mha-self", points=2, uses="MultiHeadAttention")
-def check_self_attention(cls, rng):
-    """Self- and cross-attention without a mask, with the course's weights copied in."""
-    for case in range(4):
-        d_model, n_heads = _random_config(rng)
-        B, T = _draw(rng, 1, 4), _draw(rng, 1, 7)
-        name = f"case {case}: d_model={d_model}, n_heads={n_heads}, self-attention on x ({B}, {T}, {d_model})"
-        mine, reference = _pair(cls, d_model, n_heads, rng, name)
-        x = torch.randn(B, T, d_model, generator=rng)
-        _compare(mine, reference, (x, x, x), None, name)
-    d_model, n_heads = 12, 3
-    name = "cross-attention: query (2, 3, 12), key = value (2, 5, 12)"
-    mine, reference = _pair(cls, d_model, n_heads, rng, name)
-    query, memory = torch.randn(2, 3, 12, generator=rng), torch.randn(2, 5, 12, generator=rng)
-    _compare(mine, reference, (query, memory, memory), None, name)
-    name = "one head (n_heads=1) must equal single-head attention with the full width"
-    mine, reference = _pair(cls, 8, 1, rng, name)
-    x = torch.randn(2, 4, 8, generator=rng)
-    _compare(mine, reference, (x, x, x), None, name)
+def _reference(x, weights, n_heads, n_kv, mask):
+    (wq, bq), (wkv, bkv), (wo, bo) = [(w.double(), b.double()) for w, b in weights]
+    (wk, wv), (bk, bv) = wkv.chunk(2), bkv.chunk(2)
+    B, T, d = x.shape
+    hd = d // n_heads
+    x = x.double()
+    q = (x @ wq.T + bq).view(B, T, n_heads, hd).transpose(1, 2)
+    k = _repeat_kv((x @ wk.T + bk).view(B, T, n_kv, hd).transpose(1, 2), n_heads // n_kv)
+    v = _repeat_kv((x @ wv.T + bv).view(B, T, n_kv, hd).transpose(1, 2), n_heads // n_kv)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(hd)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    w = scores.softmax(-1).nan_to_num(0.0)
+    out = (w @ v).transpose(1, 2).reshape(B, T, d) @ wo.T + bo
+    return out.float(), w.float()
 
 
-@exercise("03.mha-masked", points=2, uses="MultiHeadAttention")
-def check_masked(cls, rng):
-    """Boolean masks (True = may attend) that broadcast to (B, n_heads, T_q, T_k)."""
-    d_model, n_heads, B, T = 16, 4, 3, 6
-    lengths = torch.tensor([6, 4, 2])
-    padding = torch.arange(T)[None, :] < lengths[:, None]                 # (B, T): True = real token
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
-    masks = {"causal mask (T, T)": causal,
-             "padding mask (B, 1, 1, T)": padding[:, None, None, :],
-             "causal & padding (B, 1, T, T)": causal & padding[:, None, None, :]}
-    for name, mask in masks.items():
-        mine, reference = _pair(cls, d_model, n_heads, rng, name)
-        x = torch.randn(B, T, d_model, generator=rng)
-        _compare(mine, reference, (x, x, x), mask, name)
-    name = "a different mask per head (1, n_heads, T, T)"
-    per_head = torch.rand(1, n_heads, T, T, generator=rng) > 0.5
-    per_head[..., 0] = True                                              # no fully masked rows here
-    mine, reference = _pair(cls, d_model, n_heads, rng, name)
+def _build(cls, rng, d_model, n_heads, n_kv, case):
+    layer = _call(case, cls, d_model, n_heads, n_kv)
+    expect(isinstance(layer, nn.Module), f"[{case}] GroupedQueryAttention(...) should be an nn.Module")
+    kv_width = n_kv * (d_model // n_heads)
+    weights = []
+    for name, d_out in (("q_proj", d_model), ("kv_proj", 2 * kv_width), ("out_proj", d_model)):
+        proj = getattr(layer, name, None)
+        expect(isinstance(proj, nn.Linear) and proj.bias is not None,
+               f"[{case}] `{name}` should be an nn.Linear with a bias, got {type(proj).__name__}")
+        expect(proj.in_features == d_model and proj.out_features == d_out,
+               f"[{case}] `{name}` should map {d_model} -> {d_out} features"
+               + (" (keys then values, 2 * n_kv_heads * head_dim: they have fewer heads than the queries)" if name == "kv_proj" else "")
+               + f", got {proj.in_features} -> {proj.out_features}")
+        with torch.no_grad():
+            proj.weight.copy_(torch.randn(d_out, d_model, generator=rng) / math.sqrt(d_model))
+            proj.bias.copy_(torch.randn(d_out, generator=rng) * 0.2)
+        weights.append((proj.weight.detach().clone(), proj.bias.detach().clone()))
+    return layer, weights
+
+
+def _compare(cls, rng, B, T, d_model, n_heads, n_kv, mask, case):
+    layer, weights = _build(cls, rng, d_model, n_heads, n_kv, case)
     x = torch.randn(B, T, d_model, generator=rng)
-    _compare(mine, reference, (x, x, x), per_head, name)
-    name = "cross-attention with key padding: query (3, 2, 16), memory (3, 6, 16), mask (3, 1, 1, 6)"
-    mine, reference = _pair(cls, d_model, n_heads, rng, name)
-    query, memory = torch.randn(B, 2, d_model, generator=rng), torch.randn(B, T, d_model, generator=rng)
-    _compare(mine, reference, (query, memory, memory), padding[:, None, None, :], name)
+    got = _call(case, layer, x) if mask is None else _call(case, layer, x, mask)
+    if not (isinstance(got, tuple) and len(got) == 2):
+        raise CheckFailed(f"[{case}] forward should return a tuple (output, weights), got {type(got).__name__}")
+    out, w = _reference(x, weights, n_heads, n_kv, mask)
+    expect_shape(case, got[1], w.shape, name="weights (one map per *query* head)")
+    expect_close(case, got[1], w, atol=1e-5, name="weights")
+    expect_close(case, got[0], out, atol=1e-5, name="output")
+
+
+@exercise("03.gqa-forward", points=3, uses="GroupedQueryAttention", forbids=FORBIDS)
+def check_forward(cls, rng):
+    """Grouped-query self-attention on random sizes, from multi-query (1 kv head) to multi-head."""
+    _compare(cls, rng, 2, 5, 12, 6, 2, None, "d_model=12, n_heads=6, n_kv_heads=2: query heads 0-2 share "
+             "kv head 0, heads 3-5 kv head 1; scale by 1/√head_dim")
+    case = "GroupedQueryAttention(12, 6, 4): 4 kv heads cannot be shared by 6 query heads"
+    try:
+        cls(12, 6, 4)
+    except ValueError:
+        pass
+    except Exception as error:  # noqa: BLE001 - the learner's constructor
+        raise CheckFailed(f"[{case}] expected a ValueError, got {type(error).__name__}: {error}") from None
+    else:
+        raise CheckFailed(f"[{case}] expected a ValueError, but the constructor returned")
+    for i in range(5):
+        n_kv = int(torch.randint(1, 4, (1,), generator=rng))
+        n_heads = n_kv * int(torch.randint(1, 4, (1,), generator=rng))
+        if i == 0:
+            n_kv = 1                                  # multi-query attention
+        if i == 1:
+            n_kv = n_heads                            # plain multi-head attention
+        hd = int(torch.randint(1, 5, (1,), generator=rng))
+        B, T = (int(n) for n in torch.randint(1, 6, (2,), generator=rng))
+        _compare(cls, rng, B, T, n_heads * hd, n_heads, n_kv, None,
+                 f"case {i}: x ({B}, {T}, {n_heads * hd}), n_heads={n_heads}, n_kv_heads={n_kv}")
+
+
+@exercise("03.gqa-masked", points=2, uses="GroupedQueryAttention", forbids=FORBIDS)
+def check_masked(cls, rng):
+    """Boolean masks (True = may attend) broadcastable to (B, n_heads, T, T), with a fully masked row."""
+    T = 5
+    _compare(cls, rng, 2, T, 8, 4, 2, torch.ones(T, T, dtype=torch.bool).tril(),
+             "causal mask (T=5), n_heads=4, n_kv_heads=2: True means *may attend*")
+    for i in range(3):
+        n_kv = int(torch.randint(1, 3, (1,), generator=rng))
+        n_heads = 2 * n_kv
+        B, T = (int(n) for n in torch.randint(1, 6, (2,), generator=rng))
+        mask = torch.rand(B, 1, T, T, generator=rng) > 0.4
+        mask[..., 0] = True
+        if i == 2:
+            mask[0, 0, -1] = False
+        case = f"case {i}: x ({B}, {T}, {n_heads * 3}), n_heads={n_heads}, n_kv_heads={n_kv}, mask {tuple(mask.shape)}" + (
+            ", the last query of batch 0 has every key masked (zero weights)" if i == 2 else "")
+        _compare(cls, rng, B, T, n_heads * 3, n_heads, n_kv, mask, case)

@@ -1,7 +1,8 @@
-"""Graded checks for lesson 04: the FLOP count of one self-attention layer, against FlopCounterMode."""
+"""Graded checks for lesson 04: FLOPs of cross-attention (queries and keys of different lengths) and of
+generating tokens with and without a key/value cache, in FlopCounterMode's convention."""
 import torch
 
-from course_lib.attention import MultiHeadAttention, scaled_dot_product_attention
+from course_lib.attention import MultiHeadAttention
 from course_lib.complexity import count_flops
 from ..grading import CheckFailed, exercise, expect
 
@@ -16,56 +17,95 @@ def _as_int(case: str, got) -> int:
     return int(got)
 
 
-def _hint(got: int, n: int, d: int, with_projections: bool) -> str:
-    """Name the usual mistakes by the number they produce."""
-    core, projections = 4 * n * n * d, 8 * n * d * d
-    expected = core + projections if with_projections else core
-    guesses = {  # later entries win where two mistakes give the same number
-        n * n * d + n * d * d: "multiply-adds, not FLOPs, and only one product of each kind",
-        core // 2 + projections: "only one of QKᵀ and AV counted: both are (n·n·d) products",
-        core + 6 * n * d * d: "three projections counted: there is a fourth, the output projection",
-        core + projections: "you added the projections, but include_projections=False asks for the core only",
-        core: "the attention core alone: the layer also has the Q, K, V and output projections",
+def _call(case, fn, *args, **kwargs):
+    try:
+        return _as_int(case, fn(*args, **kwargs))
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code
+        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
+
+
+def _cross(n_q, n_kv, d):
+    return 4 * n_q * d * d + 4 * n_kv * d * d + 4 * n_q * n_kv * d
+
+
+def _cross_hint(got, n_q, n_kv, d):
+    expected = _cross(n_q, n_kv, d)
+    guesses = {
         expected // 2: "half the count: FlopCounterMode counts 2 FLOPs per multiply-add",
+        8 * n_q * d * d + 4 * n_q * n_kv * d: "all four projections over the n_q queries: K and V project the "
+                                              "n_kv memory tokens",
+        8 * n_kv * d * d + 4 * n_q * n_kv * d: "all four projections over the n_kv memory tokens: Q and the "
+                                               "output projection act on the n_q queries",
+        8 * n_q * d * d + 4 * n_q * n_q * d: "the self-attention formula on n_q tokens: the scores are (n_q, n_kv)",
+        4 * n_q * d * d + 4 * n_kv * d * d + 2 * n_q * n_kv * d: "only one of QKᵀ and AV counted",
     }
-    return guesses.get(got, "compare with the lesson's table: QKᵀ, AV, and four (n, d)@(d, d) projections")
+    return guesses.get(got, "count Q and output projections on n_q tokens, K and V on n_kv, and QKᵀ, AV")
 
 
-def _compare(fn, n, d, heads, with_projections, default_argument=False):
-    x = torch.randn(1, n, d, device="meta")
-    if with_projections:
-        expected = count_flops(MultiHeadAttention(d, heads).to("meta"), x, x, x)
-        what = f"MultiHeadAttention({d}, n_heads={heads}) on n={n} tokens"
-    else:
-        heads_x = x.view(1, n, heads, d // heads).transpose(1, 2)     # (1, heads, n, d/heads)
-        expected = count_flops(scaled_dot_product_attention, heads_x, heads_x, heads_x)
-        what = f"the attention core (QKᵀ, softmax, AV) with {heads} head(s), n={n}, d={d}"
-    call = f"attention_flops({n}, {d})" if default_argument else \
-        f"attention_flops({n}, {d}, include_projections={with_projections})"
-    got = fn(n, d) if default_argument else fn(n, d, include_projections=with_projections)
-    got = _as_int(call, got)
-    expect(got == expected, f"[{call}] got {got:,}, but FlopCounterMode counts {expected:,} FLOPs for "
-                            f"{what} - {_hint(got, n, d, with_projections)}")
+@exercise("04.cross-flops", points=2, uses="cross_attention_flops")
+def check_cross(fn, rng):
+    """Cross-attention FLOPs equal FlopCounterMode's count of MultiHeadAttention(query, memory, memory)."""
+    sizes = [(3, 7, 8, 2), (1, 50, 16, 4)]           # the hint cases: n_q != n_kv, then one decoding step
+    for _ in range(5):
+        heads = int(torch.randint(1, 5, (1,), generator=rng))
+        sizes.append((int(torch.randint(1, 200, (1,), generator=rng)), int(torch.randint(1, 200, (1,), generator=rng)),
+                      heads * int(torch.randint(1, 17, (1,), generator=rng)), heads))
+    for n_q, n_kv, d, heads in sizes:
+        query, memory = torch.randn(1, n_q, d, device="meta"), torch.randn(1, n_kv, d, device="meta")
+        expected = count_flops(MultiHeadAttention(d, heads).to("meta"), query, memory, memory)
+        call = f"cross_attention_flops({n_q}, {n_kv}, {d})"
+        got = _call(call, fn, n_q, n_kv, d)
+        expect(got == expected, f"[{call}] got {got:,}, but FlopCounterMode counts {expected:,} FLOPs for "
+                                f"MultiHeadAttention({d}, {heads}) with {n_q} queries over {n_kv} memory tokens - "
+                                f"{_cross_hint(got, n_q, n_kv, d)}")
 
 
-def _random_sizes(rng):
-    n = int(torch.randint(1, 300, (1,), generator=rng))
-    heads = int(torch.randint(1, 9, (1,), generator=rng))
-    d = heads * int(torch.randint(1, 24, (1,), generator=rng))
-    return n, d, heads
+def _decode(n_prompt, n_new, d, kv_cache):
+    total = 8 * n_prompt * d * d + 4 * n_prompt * n_prompt * d
+    for length in range(n_prompt + 1, n_prompt + n_new + 1):
+        total += 8 * d * d + 4 * length * d if kv_cache else 8 * length * d * d + 4 * length * length * d
+    return total
 
 
-@exercise("04.attention-flops-core", points=2, uses="attention_flops")
-def check_core(fn, rng):
-    """The attention core (include_projections=False) equals the counter on random n, d and heads."""
-    for n, d, heads in [(7, 3, 1), (1, 1, 1)] + [_random_sizes(rng) for _ in range(5)]:
-        _compare(fn, n, d, heads, with_projections=False)
+def _decode_hint(got, n_prompt, n_new, d, kv_cache):
+    prompt = 8 * n_prompt * d * d + 4 * n_prompt * n_prompt * d
+    guesses = {
+        _decode(n_prompt, n_new, d, kv_cache) - prompt: "the prompt's own pass is missing",
+        _decode(n_prompt - 1, n_new, d, kv_cache) - _decode(n_prompt - 1, 0, d, kv_cache) + prompt:
+            "off by one: the new token attends to every earlier token *and itself*",
+        _decode(n_prompt, n_new, d, not kv_cache): ("that is the count without a cache" if kv_cache else
+                                                   "that is the count with a cache: without one every step re-runs "
+                                                   "the layer on the whole sequence"),
+        _decode(n_prompt, n_new, d, kv_cache) // 2: "half the count: 2 FLOPs per multiply-add",
+    }
+    if kv_cache:
+        guesses[prompt + sum(8 * d * d + 4 * L * d * d + 4 * L * d for L in range(n_prompt + 1, n_prompt + n_new + 1))] = \
+            "with a cache, K and V of earlier tokens are not projected again: only the new token's"
+    return guesses.get(got, "the prompt once (dense), then per new token its projections and its attention "
+                            "over every token so far")
 
 
-@exercise("04.attention-flops-layer", points=2, uses="attention_flops")
-def check_layer(fn, rng):
-    """The whole layer (projections included, the default) equals the counter on MultiHeadAttention."""
-    for n, d, heads in [(5, 4, 2)] + [_random_sizes(rng) for _ in range(5)]:
-        _compare(fn, n, d, heads, with_projections=True)
-    n, d, heads = _random_sizes(rng)
-    _compare(fn, n, d, heads, with_projections=True, default_argument=True)
+def _check_decode(fn, rng, kv_cache):
+    plans = [(4, 3, 8), (1, 1, 2), (5, 0, 4)]
+    for _ in range(4):
+        plans.append(tuple(int(x) for x in torch.randint(1, 120, (3,), generator=rng)))
+    for n_prompt, n_new, d in plans:
+        call = f"decode_flops({n_prompt}, {n_new}, {d}, kv_cache={kv_cache})"
+        got = _call(call, fn, n_prompt, n_new, d, kv_cache=kv_cache)
+        expected = _decode(n_prompt, n_new, d, kv_cache)
+        expect(got == expected, f"[{call}] got {got:,}, expected {expected:,} - "
+                                f"{_decode_hint(got, n_prompt, n_new, d, kv_cache)}")
+
+
+@exercise("04.decode-cached", points=2, uses="decode_flops")
+def check_decode_cached(fn, rng):
+    """Generation with a key/value cache: the prompt once, then one token's projections and attention per step."""
+    _check_decode(fn, rng, True)
+
+
+@exercise("04.decode-uncached", points=1, uses="decode_flops")
+def check_decode_uncached(fn, rng):
+    """Generation without a cache: every step re-runs the layer on the whole sequence so far."""
+    _check_decode(fn, rng, False)

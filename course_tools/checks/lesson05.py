@@ -1,83 +1,101 @@
-"""Graded checks for lesson 05: the sinusoidal position table."""
+"""Graded checks for lesson 05: rotary position embeddings (RoPE), the sinusoids' frequencies used to
+rotate queries and keys instead of being added to the input."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
-from course_lib.positional import sinusoidal_table as reference
+from ..grading import CheckFailed, exercise, expect, expect_close
 
 
-def _mistakes(max_len: int, d_model: int) -> dict[str, torch.Tensor]:
-    """Tables produced by the usual slips, to name the slip in the feedback."""
-    p = torch.arange(max_len, dtype=torch.float64)[:, None]
-    j = torch.arange(d_model, dtype=torch.float64)
-    per_column = p / 10000.0 ** (j / d_model)                     # exponent j/d, not 2i/d
-    wrong_exponent = torch.where(j.long() % 2 == 0, per_column.sin(), per_column.cos())
-    angle = p / 10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
-    swapped = torch.zeros(max_len, d_model, dtype=torch.float64)
-    swapped[:, 0::2] = angle.cos()
-    swapped[:, 1::2] = angle[:, : d_model // 2].sin()
-    halves = torch.cat([angle.sin(), angle[:, : d_model // 2].cos()], dim=1)
-    return {"sines and cosines are swapped: even columns (0, 2, ...) hold the sines": swapped,
-            "the exponent should be 2i/d_model for both columns of pair i (columns 2i and 2i+1 share "
-            "one frequency), not column/d_model": wrong_exponent,
-            "the sines and cosines should be interleaved (sin, cos, sin, cos, ...), not in two "
-            "halves": halves}
+def reference(x, positions=None, base=10000.0):
+    """Interleaved pairs (2i, 2i+1) rotated by position · base^(-2i/d), angles in float64."""
+    d, T = x.shape[-1], x.shape[-2]
+    positions = torch.arange(T) if positions is None else positions
+    inv_freq = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)        # (d/2,)
+    angle = positions.to(torch.float64)[..., None] * inv_freq                    # (..., T, d/2)
+    cos, sin = angle.cos(), angle.sin()
+    even, odd = x.double()[..., 0::2], x.double()[..., 1::2]
+    out = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+    return out.to(x.dtype)
 
 
-def _compare(fn, max_len: int, d_model: int, atol: float) -> None:
-    case = f"sinusoidal_table({max_len}, {d_model})"
+def _call(case, fn, *args, **kwargs):
     try:
-        got = fn(max_len, d_model)
-    except RuntimeError as error:                      # NotImplementedError is one too
-        if d_model % 2 == 0 or isinstance(error, NotImplementedError):
-            raise
-        raise CheckFailed(f"[{case}] your code raised RuntimeError: {error} - with an odd d_model there "
-                          f"are {d_model // 2 + 1} sine columns but only {d_model // 2} cosine columns") from None
-    expected = reference(max_len, d_model)
-    expect_shape(case, got, expected.shape)
-    expect(got.dtype == torch.float32, f"[{case}] return a float32 tensor (convert with .float() at the "
-                                       f"end), got {got.dtype}")
-    got = got.detach().cpu()
-    if not torch.allclose(got, expected, atol=atol, rtol=0):
-        for slip, table in _mistakes(max_len, d_model).items():
-            if torch.allclose(got.double(), table, atol=1e-3, rtol=0):
-                raise CheckFailed(f"[{case}] {slip}")
-    expect_close(case, got, expected, atol=atol, rtol=0)
+        return fn(*args, **kwargs)
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code
+        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
-def _sizes(rng, low: int, high: int, odd: bool) -> tuple[int, int]:
-    max_len = int(torch.randint(low, high, (1,), generator=rng))
-    half = int(torch.randint(1, 40, (1,), generator=rng))
-    return max_len, 2 * half + 1 if odd else 2 * half
+def _shape(rng, d=None):
+    lead = tuple(int(n) for n in torch.randint(1, 4, (int(torch.randint(0, 3, (1,), generator=rng)),), generator=rng))
+    T = int(torch.randint(1, 12, (1,), generator=rng))
+    d = d or 2 * int(torch.randint(1, 9, (1,), generator=rng))
+    return (*lead, T, d)
 
 
-@exercise("05.sinusoidal-even", points=2, uses="sinusoidal_table")
-def check_even(fn, rng):
-    """Even d_model on random sizes up to 600 positions, and BERT-base's (512, 768)."""
-    for _ in range(6):
-        _compare(fn, *_sizes(rng, 1, 601, odd=False), atol=1e-4)
-    _compare(fn, 512, 768, atol=1e-4)
+@exercise("05.rope", points=2, uses="apply_rotary")
+def check_rope(fn, rng):
+    """Default positions 0..T-1 on random shapes: pairs (2i, 2i+1), angle p·base^(-2i/d), counter-clockwise."""
+    x = torch.randn(2, 6, 8, generator=rng)
+    expect_close("x (2, 6, 8): rotate the *adjacent* pairs (x[2i], x[2i+1]) - the pairs of the sinusoidal "
+                 "table - counter-clockwise, by p·10000^(-2i/d)", _call("x (2, 6, 8)", fn, x), reference(x), atol=1e-5)
+    for i in range(5):
+        x = torch.randn(*_shape(rng), generator=rng)
+        case = f"case {i}: x {tuple(x.shape)}"
+        expect_close(case, _call(case, fn, x), reference(x), atol=1e-5)
+    x = torch.randn(3, 1, 4, generator=rng)
+    expect_close("one token, x (3, 1, 4): position 0 is the identity", _call("x (3, 1, 4)", fn, x), x, atol=1e-6)
+    x = torch.randn(5, 6, generator=rng)
+    case = "base=500.0, x (5, 6)"
+    expect_close(case, _call(case, fn, x, base=500.0), reference(x, base=500.0), atol=1e-5)
 
 
-@exercise("05.sinusoidal-odd", points=1, uses="sinusoidal_table")
+@exercise("05.rope-positions", points=2, uses="apply_rotary")
+def check_positions(fn, rng):
+    """Explicit positions: an offset (a cache), per-sequence positions, and positions up to 20,000."""
+    x = torch.randn(2, 4, 8, generator=rng)
+    offset = torch.arange(10, 14)
+    case = "x (2, 4, 8), positions 10..13 (tokens appended after a 10-token cache)"
+    expect_close(case, _call(case, fn, x, offset), reference(x, offset), atol=1e-5)
+    x = torch.randn(3, 5, 6, generator=rng)
+    per_row = torch.randint(0, 100, (3, 5), generator=rng)
+    case = "x (3, 5, 6), positions (3, 5): each sequence has its own positions"
+    expect_close(case, _call(case, fn, x, per_row), reference(x, per_row), atol=1e-5)
+    x = torch.randn(2, 6, 16, generator=rng) * 3
+    far = torch.randint(15000, 20001, (6,), generator=rng)
+    case = f"x (2, 6, 16), positions {far.tolist()}: compute the angles in float64"
+    expect_close(case, _call(case, fn, x, far), reference(x, far), atol=2e-5)
+    # relative: rotating q at p and k at p + s gives the same score for every p
+    q, k = torch.randn(1, 8, generator=rng), torch.randn(1, 8, generator=rng)
+    shift = int(torch.randint(1, 20, (1,), generator=rng))
+    scores = [(_call("relative", fn, q, torch.tensor([p])) * _call("relative", fn, k, torch.tensor([p + shift]))).sum().item()
+              for p in (0, 7, 1000)]
+    expect(max(scores) - min(scores) < 1e-4, f"[q at p, k at p + {shift}, p = 0, 7, 1000] the scores "
+           f"{[round(s, 5) for s in scores]} should not depend on p: RoPE's score depends on the offset only")
+    for i in range(3):
+        x = torch.randn(*_shape(rng), generator=rng, dtype=torch.float64)
+        pos = torch.randint(0, 5000, (x.shape[-2],), generator=rng)
+        case = f"case {i}: float64 x {tuple(x.shape)}, random positions"
+        got = _call(case, fn, x, pos)
+        expect(isinstance(got, torch.Tensor) and got.dtype == torch.float64,
+               f"[{case}] return x's dtype (float64), got {getattr(got, 'dtype', type(got).__name__)}")
+        expect_close(case, got, reference(x, pos), atol=1e-9, rtol=1e-9)
+
+
+@exercise("05.rope-odd", points=1, uses="apply_rotary")
 def check_odd(fn, rng):
-    """Odd d_model: the last column is a sine without its cosine; includes d_model = 1."""
-    _compare(fn, 7, 1, atol=1e-4)
-    for _ in range(5):
-        _compare(fn, *_sizes(rng, 1, 601, odd=True), atol=1e-4)
-
-
-@exercise("05.sinusoidal-long", points=1, uses="sinusoidal_table")
-def check_long(fn, rng):
-    """Thousands of positions, to 1e-5: the angles must be computed in float64."""
-    for _ in range(2):
-        max_len, d_model = _sizes(rng, 8_000, 20_001, odd=bool(torch.randint(0, 2, (1,), generator=rng)))
-        case = f"sinusoidal_table({max_len}, {d_model})"
-        got = fn(max_len, d_model)
-        expected = reference(max_len, d_model)
-        expect_shape(case, got, expected.shape)
-        error = (got.detach().cpu().double() - expected.double()).abs().max().item()
-        expect(error < 1e-5 or error > 5e-3,
-               f"[{case}] max |difference| {error:.2g} at large positions: float32 angles lose "
-               f"precision there (position × frequency is only known to ~1e-3 near 20,000); compute "
-               f"the angles in float64 and convert the finished table to float32")
-        _compare(fn, max_len, d_model, atol=1e-5)
+    """An odd feature size has a coordinate without a partner: ValueError, not a silent result."""
+    for d in (5, 1):
+        x = torch.randn(2, 3, d, generator=rng)
+        case = f"x (2, 3, {d}): an odd last dimension"
+        try:
+            got = fn(x)
+        except ValueError:
+            continue
+        except NotImplementedError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the learner's code
+            raise CheckFailed(f"[{case}] expected a ValueError naming the size, got {type(error).__name__}: {error}") from None
+        raise CheckFailed(f"[{case}] expected a ValueError, but got a result of shape {tuple(getattr(got, 'shape', ()))}")
+    x = torch.randn(4, 2, generator=rng)
+    expect_close("x (4, 2): d = 2 is one pair", _call("x (4, 2)", fn, x), reference(x), atol=1e-5)

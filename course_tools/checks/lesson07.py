@@ -1,145 +1,152 @@
-"""Graded checks for lesson 07: LayerNorm written by hand (function and module)."""
+"""Graded checks for lesson 07: RMSNorm in mixed precision, and a BatchNorm over the real tokens of a
+padded batch with running statistics (train and eval modes)."""
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
+from ..grading import CheckFailed, exercise, expect, expect_close
 
-ATOL = 1e-4   # float32 outputs of unit scale: summation order alone stays far below this
-
-
-def _variant(x, weight, bias, eps, unbiased=False, eps_outside=False, dims=None):
-    """LayerNorm computed in one of the usual wrong ways, to recognise a learner's mistake."""
-    dims = tuple(range(-weight.dim(), 0)) if dims is None else dims
-    mean = x.mean(dim=dims, keepdim=True)
-    var = x.var(dim=dims, keepdim=True, unbiased=unbiased)
-    std = var.sqrt() + eps if eps_outside else torch.sqrt(var + eps)
-    return (x - mean) / std * weight + bias
+BATCH_NORM = ("torch.nn.functional:batch_norm", "torch:batch_norm", "torch:native_batch_norm",
+              "torch.nn:BatchNorm1d", "torch.nn:BatchNorm2d", "torch.nn:SyncBatchNorm",
+              "torch.nn.functional:instance_norm", "torch.nn:LazyBatchNorm1d")
 
 
-def _diagnose(got, x, weight, bias, eps) -> str:
-    """A specific hint when the learner's output matches a known mistake, else ''."""
-    def same(other):
-        return torch.allclose(got, other, atol=ATOL, rtol=1e-4)
-    n = weight.numel()
-    if n > 1 and same(_variant(x, weight, bias, eps, unbiased=True)):
-        return (" - your output matches the *unbiased* variance (divide by n - 1, torch.var's default). "
-                "LayerNorm divides by n: use x.var(..., unbiased=False) or ((x - mean) ** 2).mean(...)")
-    if same(_variant(x, weight, bias, 0.0)):
-        return (" - your output matches the formula without eps: add eps to the variance, inside the "
-                "square root")
-    if same(_variant(x, weight, bias, eps, eps_outside=True)):
-        return " - your output matches (x - mean) / (std + eps): eps belongs inside the square root"
-    if x.dim() > weight.dim() and same(_variant(x, weight, bias, eps, dims=(0,))):
-        return (" - your output matches statistics taken over the first (batch) dimension: that is "
-                "BatchNorm. LayerNorm takes them over the last dimension(s)")
-    if same(_variant(x, torch.ones_like(weight), torch.zeros_like(bias), eps)):
-        return " - your output matches the normalisation without weight and bias: multiply by weight, add bias"
-    return ""
+def _call(case, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code
+        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
-def _compare(fn, x, weight, bias, eps, case):
-    got = fn(x, weight, bias, eps)
-    expected = F.layer_norm(x, tuple(weight.shape), weight, bias, eps)
-    expect_shape(case, got, expected.shape)
-    if torch.isfinite(expected).all() and not torch.isfinite(got).all():
-        raise CheckFailed(f"[{case}] your result contains NaN or inf; a zero variance needs eps "
-                          "inside the square root")
-    if not torch.allclose(got.detach(), expected, atol=ATOL, rtol=1e-4):
-        hint = _diagnose(got.detach(), x, weight, bias, eps)
-        if hint:
-            raise CheckFailed(f"[{case}] wrong values{hint}")
-    expect_close(case, got, expected, atol=ATOL, rtol=1e-4)
+def _rms_reference(x, weight, eps):
+    x64 = x.double()
+    return (x64 / torch.sqrt(x64.pow(2).mean(-1, keepdim=True) + eps) * weight.double()).to(x.dtype)
 
 
-def _random_last_dim_case(rng):
-    lead = tuple(int(n) for n in torch.randint(1, 5, (int(torch.randint(1, 4, (1,), generator=rng)),),
-                                               generator=rng))
-    d = int(torch.randint(2, 33, (1,), generator=rng))
-    scale = float(10 ** (torch.rand(1, generator=rng) * 2 - 1))          # 0.1 .. 10
-    x = torch.randn(*lead, d, generator=rng) * scale + torch.randn(1, generator=rng) * 3
-    weight = torch.randn(d, generator=rng)
-    bias = torch.randn(d, generator=rng)
-    return x, weight, bias
+def _compare_rms(fn, x, weight, eps, case, atol=1e-5, pass_eps=True):
+    got = _call(case, fn, x, weight, eps) if pass_eps else _call(case, fn, x, weight)
+    expected = _rms_reference(x, weight, eps)
+    expect(isinstance(got, torch.Tensor) and got.dtype == x.dtype,
+           f"[{case}] return x's dtype ({x.dtype}), got {getattr(got, 'dtype', type(got).__name__)}")
+    expect_close(case, got.float(), expected.float(), atol=atol, rtol=atol)
 
 
-
-@exercise("07.layer-norm-last-dim", points=2, uses="layer_norm")
-def check_last_dim(fn, rng):
-    """LayerNorm over the last dimension on random shapes, scales and eps values."""
-    # first the cases that tell the usual mistakes apart, so the feedback names the right one:
-    # small variance with a large eps (no eps, eps inside and eps outside the root all differ)
-    x = torch.randn(3, 4, generator=rng) * 0.05
-    _compare(fn, x, torch.ones(4), torch.zeros(4), 0.01, "small variance 0.05², eps=0.01")
-    # a constant row: zero variance, the output must be exactly the bias
-    x = torch.full((2, 6), 3.0)
-    _compare(fn, x, torch.randn(6, generator=rng), torch.randn(6, generator=rng), 1e-5,
-             "constant rows (variance 0): output = bias")
-    # d = 4: the unbiased variance is off by sqrt(4/3), unmistakably
-    x = torch.randn(2, 3, 4, generator=rng)
-    _compare(fn, x, torch.randn(4, generator=rng), torch.randn(4, generator=rng), 1e-5,
-             "d=4 (biased vs unbiased variance)")
-    for case in range(6):
-        x, weight, bias = _random_last_dim_case(rng)
-        eps = (1e-5, 1e-12, 0.1)[case % 3]
-        _compare(fn, x, weight, bias, eps, f"x {tuple(x.shape)}, weight ({weight.shape[0]},), eps={eps:g}")
-    # no statistic may cross the batch: a row's output must not depend on the other rows
-    x = torch.randn(5, 8, generator=rng)
-    weight, bias = torch.randn(8, generator=rng), torch.randn(8, generator=rng)
-    alone = fn(x[:1], weight, bias, 1e-5)
-    crowd = torch.cat([x[:1], 100 * torch.randn(4, 8, generator=rng)])
-    expect_close("row 0 alone vs. with 4 other rows", fn(crowd, weight, bias, 1e-5)[:1], alone,
-                 atol=1e-5, name="row 0's output in the larger batch")
+@exercise("07.rms-norm", points=2, uses="rms_norm")
+def check_rms(fn, rng):
+    """x / sqrt(mean(x²) + eps) · weight over the last dim; float16/bfloat16 computed in float32."""
+    x, w = torch.randn(3, 8, generator=rng), torch.rand(8, generator=rng) + 0.5
+    _compare_rms(fn, x + 2.0, w, 1e-6, "x (3, 8) with mean 2: RMSNorm does not subtract the mean")
+    x = torch.randn(4, 6, generator=rng) * 0.05
+    _compare_rms(fn, x, torch.ones(6), 1e-2, "small x (std 0.05), eps=0.01: eps goes inside the square root, "
+                                             "added to mean(x²)")
+    for i in range(4):
+        lead = tuple(int(n) for n in torch.randint(1, 5, (int(torch.randint(1, 4, (1,), generator=rng)),), generator=rng))
+        d = int(torch.randint(1, 20, (1,), generator=rng))
+        x, w = torch.randn(*lead, d, generator=rng) * 3, torch.randn(d, generator=rng)
+        _compare_rms(fn, x, w, 1e-6, f"case {i}: x {tuple(x.shape)}, eps=1e-6")
+    x, w = torch.randn(2, 5, generator=rng), torch.rand(5, generator=rng)
+    _compare_rms(fn, x, w, 1e-6, "default eps (1e-6)", pass_eps=False)
+    x = torch.zeros(2, 4)
+    _compare_rms(fn, x, torch.ones(4), 1e-6, "an all-zero row: the output is 0, not NaN")
+    for dtype in (torch.float16, torch.bfloat16):
+        x = (torch.randn(3, 64, generator=rng) * 400).to(dtype)
+        w = (torch.rand(64, generator=rng) + 0.5).to(dtype)
+        _compare_rms(fn, x, w, 1e-6, f"{dtype} x with entries in the hundreds: x² overflows float16 "
+                                     "(max 65504) - compute in float32, return x's dtype", atol=2e-2)
 
 
-@exercise("07.layer-norm-trailing-dims", points=1, uses="layer_norm")
-def check_trailing_dims(fn, rng):
-    """A 2-D weight: normalise over the last two dimensions together (like F.layer_norm)."""
-    for case in range(4):
-        B = int(torch.randint(1, 4, (1,), generator=rng))
-        T, d = (int(n) for n in torch.randint(2, 9, (2,), generator=rng))
-        x = torch.randn(B, T, d, generator=rng) * 2 + 1
-        weight, bias = torch.randn(T, d, generator=rng), torch.randn(T, d, generator=rng)
-        got = fn(x, weight, bias, 1e-5)
-        expected = F.layer_norm(x, (T, d), weight, bias, 1e-5)
-        expect_shape(f"x {tuple(x.shape)}, weight {(T, d)}", got, expected.shape)
-        last_only = _variant(x, weight, bias, 1e-5, dims=(-1,))
-        expect(not torch.allclose(got.detach(), last_only, atol=ATOL, rtol=1e-4),
-               f"[x {tuple(x.shape)}, weight {(T, d)}] you normalised over the last dimension only; a "
-               f"weight of shape {(T, d)} means the statistics cover the last {weight.dim()} dimensions "
-               "together (use dims = tuple(range(-weight.dim(), 0)))")
-        _compare(fn, x, weight, bias, 1e-5, f"x {tuple(x.shape)}, weight {(T, d)}")
+def _build(cls, case, d, momentum=0.1):
+    module = _call(case, cls, d, eps=1e-5, momentum=momentum)
+    expect(isinstance(module, nn.Module), f"[{case}] MaskedBatchNorm(...) should be an nn.Module")
+    for name, value in (("weight", 1.0), ("bias", 0.0)):
+        p = getattr(module, name, None)
+        expect(isinstance(p, nn.Parameter) and tuple(p.shape) == (d,),
+               f"[{case}] `{name}` should be an nn.Parameter of shape ({d},)")
+    for name, value in (("running_mean", 0.0), ("running_var", 1.0)):
+        b = getattr(module, name, None)
+        expect(isinstance(b, torch.Tensor) and tuple(b.shape) == (d,) and torch.allclose(b.float(), torch.full((d,), value)),
+               f"[{case}] `{name}` should be a buffer of shape ({d},) starting at {value}")
+    return module
 
 
-@exercise("07.layer-norm-module", points=1, uses="LayerNorm")
-def check_module(cls, rng):
-    """The module: parameters weight (ones) and bias (zeros), nn.LayerNorm's state dict, gradients."""
-    for normalized_shape in (7, (3, 5)):
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
-        case = f"LayerNorm({normalized_shape!r})"
-        module = cls(normalized_shape)
-        expect(isinstance(module, nn.Module), f"[{case}] LayerNorm should be an nn.Module")
-        params = dict(module.named_parameters())
-        expect(set(params) == {"weight", "bias"},
-               f"[{case}] expected exactly two parameters named 'weight' and 'bias' (nn.Parameter), "
-               f"got {sorted(params)}; plain tensors are not trained and do not load from a state dict")
-        expect_close(case, params["weight"], torch.ones(shape), atol=0, name="the initial weight")
-        expect_close(case, params["bias"], torch.zeros(shape), atol=0, name="the initial bias")
-        reference = nn.LayerNorm(normalized_shape, eps=1e-5)
+def _batch(rng, B, T, d, all_real_row=True):
+    x = torch.randn(B, T, d, generator=rng) * 2 + 1
+    lengths = torch.randint(1, T + 1, (B,), generator=rng)
+    if all_real_row:
+        lengths[0] = T
+    mask = (torch.arange(T)[None, :] < lengths[:, None]).long()
+    x = x.masked_fill(mask[..., None] == 0, 50.0)          # padding far away: if it leaks, it shows
+    return x, mask
+
+
+def _reference_output(bn, x, mask):
+    out = torch.zeros_like(x)
+    real = mask.bool()
+    out[real] = bn(x[real])
+    return out
+
+
+def _randomize_affine(module, reference, rng, d):
+    with torch.no_grad():
+        w, b = torch.rand(d, generator=rng) + 0.5, torch.randn(d, generator=rng)
+        module.weight.copy_(w)
+        module.bias.copy_(b)
+        reference.weight.copy_(w)
+        reference.bias.copy_(b)
+
+
+@exercise("07.masked-bn-train", points=2, uses="MaskedBatchNorm", forbids=BATCH_NORM)
+def check_train(cls, rng):
+    """Training mode: each feature normalised with the mean and biased variance of the real tokens only."""
+    for i in range(5):
+        B, T = int(torch.randint(1, 6, (1,), generator=rng)), int(torch.randint(2, 7, (1,), generator=rng))
+        d = int(torch.randint(1, 10, (1,), generator=rng))
+        if i == 0:
+            B, T, d = 3, 6, 4
+        x, mask = _batch(rng, B, T, d)
+        if i == 0:
+            mask[1:, 3:] = 0
+            x = x.masked_fill(mask[..., None] == 0, 50.0)
+        case = (f"case {i}: x ({B}, {T}, {d}), {int(mask.sum())} real tokens, padding holding 50.0"
+                + (": statistics over the real tokens only; padding outputs 0" if i == 0 else ""))
+        module = _build(cls, case, d)
+        reference = nn.BatchNorm1d(d, eps=1e-5, momentum=0.1).train()
+        _randomize_affine(module, reference, rng, d)
+        got = _call(case, module, x, mask)
+        expect_close(case, got, _reference_output(reference, x, mask).detach(), atol=1e-4)
+    d = 3
+    x = torch.randn(2, 4, d, generator=rng)
+    case = "attention_mask=None: every token is real"
+    module = _build(cls, case, d)
+    reference = nn.BatchNorm1d(d).train()
+    expect_close(case, _call(case, module, x), reference(x.reshape(-1, d)).reshape(x.shape).detach(), atol=1e-4)
+
+
+@exercise("07.masked-bn-running", points=2, uses="MaskedBatchNorm", forbids=BATCH_NORM)
+def check_running(cls, rng):
+    """Running statistics (momentum, unbiased variance, real tokens only), then eval mode uses them."""
+    for trial, momentum in enumerate((0.1, 0.3)):
+        d = int(torch.randint(2, 8, (1,), generator=rng))
+        case = f"trial {trial}: d={d}, momentum={momentum}, 3 training batches with padding"
+        module = _build(cls, case, d, momentum)
+        reference = nn.BatchNorm1d(d, eps=1e-5, momentum=momentum).train()
+        _call(case, module.train)
+        for step in range(3):
+            B, T = (int(n) for n in torch.randint(2, 6, (2,), generator=rng))
+            x, mask = _batch(rng, B, T, d)
+            _call(case, module, x, mask)
+            _reference_output(reference, x, mask)
+        what = "running_var: the unbiased variance (n / (n - 1)) of the real tokens, new = (1 - momentum)·old + momentum·batch"
+        expect_close(f"{case}: running_mean (new = (1 - momentum)·old + momentum·batch mean)",
+                     module.running_mean, reference.running_mean, atol=1e-4, name="running_mean")
+        expect_close(f"{case}: {what}", module.running_var, reference.running_var, atol=1e-4, name="running_var")
+        _call(case, module.eval)
+        reference.eval()
+        x, mask = _batch(rng, 2, 5, d)
+        case_eval = f"{case}, then eval(): normalise with the running statistics, and leave them unchanged"
         with torch.no_grad():
-            reference.weight.copy_(torch.randn(shape, generator=rng))
-            reference.bias.copy_(torch.randn(shape, generator=rng))
-        module.load_state_dict(reference.state_dict())
-        x = (torch.randn(4, *shape, generator=rng) * 3 + 2).requires_grad_()
-        got = module(x)
-        expected = reference(x)
-        expect_close(case, got, expected, atol=ATOL, name="forward output")
-        upstream = torch.randn(expected.shape, generator=rng)
-        grads = torch.autograd.grad(got, (x, module.weight, module.bias), upstream)
-        ref_grads = torch.autograd.grad(expected, (x, reference.weight, reference.bias), upstream)
-        for name, g, r in zip(("dL/dx", "dL/dweight", "dL/dbias"), grads, ref_grads):
-            expect_close(case, g, r, atol=1e-3, name=name)
-    eps_module = cls(6, eps=0.5)
-    x = torch.randn(3, 6, generator=rng) * 0.3
-    expect_close("LayerNorm(6, eps=0.5)", eps_module(x), F.layer_norm(x, (6,), eps=0.5), atol=ATOL,
-                 name="output (is eps passed on?)")
+            got = _call(case_eval, module, x, mask)
+            expected = _reference_output(reference, x, mask)
+        expect_close(case_eval, got, expected, atol=1e-4)
+        expect_close(case_eval, module.running_mean, reference.running_mean, atol=1e-6, name="running_mean after eval")

@@ -1,141 +1,130 @@
-"""Graded checks for lesson 08: the residual wrapper Residual(sublayer, norm=None)."""
+"""Graded checks for lesson 08: a residual block with a learnable gate on the branch, x + g · sublayer(x):
+ReZero (one scalar g starting at 0) and LayerScale (one g per channel)."""
 import torch
 from torch import nn
 
 from ..grading import CheckFailed, exercise, expect, expect_close
-from course_lib.residual import Residual as Reference
+
+
+def _call(case, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code
+        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
 def _randomize(module, rng, scale=0.5):
-    """Overwrite every parameter with rng-drawn values (hidden cases, independent of torch's seed)."""
     with torch.no_grad():
         for p in module.parameters():
             p.copy_(scale * torch.randn(p.shape, generator=rng))
     return module
 
 
-def _random_sublayer(rng, d, kind):
-    hidden = int(torch.randint(2, 12, (1,), generator=rng))
-    if kind == "linear":
-        sub = nn.Linear(d, d)
-    elif kind == "mlp":
-        sub = nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.Linear(hidden, d))
-    elif kind == "tanh-linear":
-        sub = nn.Sequential(nn.Tanh(), nn.Linear(d, d, bias=False))
-    else:
-        raise ValueError(kind)
+def _sublayer(rng, d, kind):
+    hidden = int(torch.randint(2, 10, (1,), generator=rng))
+    sub = {"linear": lambda: nn.Linear(d, d),
+           "mlp": lambda: nn.Sequential(nn.Linear(d, hidden), nn.Tanh(), nn.Linear(hidden, d))}[kind]()
     return _randomize(sub, rng)
 
 
-def _random_x(rng, d):
-    lead = tuple(int(n) for n in torch.randint(1, 5, (int(torch.randint(1, 4, (1,), generator=rng)),),
-                                               generator=rng))
+def _x(rng, d):
+    lead = tuple(int(n) for n in torch.randint(1, 5, (int(torch.randint(1, 4, (1,), generator=rng)),), generator=rng))
     return torch.randn(*lead, d, generator=rng)
 
 
-def _build(cls, case, *args):
-    module = cls(*args)
-    if not isinstance(module, nn.Module):
-        raise CheckFailed(f"[{case}] Residual(...) should be an nn.Module, got {type(module).__name__}")
-    return module
-
-
-def _expect_owns(case, module, *parts):
+def _gate(case, module, shape):
+    gate = getattr(module, "gate", None)
+    expect(isinstance(gate, nn.Parameter), f"[{case}] the gate should be an nn.Parameter named `gate` (so that it "
+                                           f"is trained), got {type(gate).__name__}")
+    expect(tuple(gate.shape) == shape, f"[{case}] `gate` should have shape {shape}, got {tuple(gate.shape)}")
     owned = {id(p) for p in module.parameters()}
-    for part_name, part in parts:
-        if not all(id(p) in owned for p in part.parameters()):
-            raise CheckFailed(f"[{case}] the {part_name}'s parameters are not among Residual(...).parameters(): "
-                              f"store it as an attribute of the module (self.{part_name} = {part_name}) so an "
-                              "optimizer trains it")
+    expect(id(gate) in owned, f"[{case}] `gate` is not among the module's parameters")
+    return gate
 
 
-def _compare(case, module, reference, x, rng, wrong_guesses=()):
-    """Forward value and the gradient that reaches x, against the reference module."""
+def _compare(case, module, sub, gate_value, x, rng):
+    """Output and the gradients reaching x, the gate and the sublayer's parameters."""
     upstream = torch.randn(x.shape, generator=rng)
     x_ours = x.clone().requires_grad_()
-    got = module(x_ours)
+    got = _call(case, module, x_ours)
+    g = gate_value.clone().requires_grad_()
     x_ref = x.clone().requires_grad_()
-    expected = reference(x_ref)
-    if isinstance(got, torch.Tensor) and got.shape == expected.shape and not torch.allclose(
-            got.detach(), expected.detach(), atol=1e-5, rtol=1e-5):
-        for guess, hint in wrong_guesses:  # name a common mistake when the answer matches it
-            if torch.allclose(got.detach(), guess, atol=1e-5, rtol=1e-5):
-                raise CheckFailed(f"[{case}] {hint}")
-    expect_close(case, got, expected.detach(), atol=1e-5, name="output")
-    (got * upstream).sum().backward()
+    sub.zero_grad()
+    expected = x_ref + g * sub(x_ref)
     (expected * upstream).sum().backward()
-    expect(x_ours.grad is not None, f"[{case}] no gradient reached x: is the identity path detached?")
+    sub_grads = [p.grad.clone() for p in sub.parameters()]
+    if isinstance(got, torch.Tensor) and got.shape == expected.shape and not torch.allclose(got.detach(), expected.detach(), atol=1e-5):
+        with torch.no_grad():
+            for guess, hint in ((g * (x + sub(x)), "the gate scales the whole sum: it belongs on the branch only, "
+                                                   "x + gate · sublayer(x)"),
+                                (x + sub(g * x), "the gate scales the sublayer's input: it scales its output"),
+                                (x + sub(x), "the gate is not applied")):
+                if torch.allclose(got.detach(), guess, atol=1e-5):
+                    raise CheckFailed(f"[{case}] {hint}")
+    expect_close(case, got, expected.detach(), atol=1e-5, name="output")
+    sub.zero_grad()
+    module.zero_grad()
+    (got * upstream).sum().backward()
+    expect(x_ours.grad is not None, f"[{case}] no gradient reached x")
     expect_close(case, x_ours.grad, x_ref.grad, atol=1e-5, name="gradient with respect to x")
+    gate_grad = module.gate.grad
+    expect(gate_grad is not None, f"[{case}] no gradient reached `gate`: is it detached, or not a Parameter?")
+    expect_close(case, gate_grad, g.grad, atol=1e-4, name="gradient of `gate`")
+    for (name, p), expected_grad in zip(sub.named_parameters(), sub_grads):
+        expect(p.grad is not None, f"[{case}] no gradient reached the sublayer's {name}")
+        expect_close(case, p.grad, expected_grad, atol=1e-4, name=f"gradient of the sublayer's {name}")
 
 
-@exercise("08.residual-identity", points=2, uses="Residual")
-def check_identity(cls, rng):
-    """x + sublayer(x) on random sublayers and shapes, with the gradient reaching x."""
-    for i, kind in enumerate(("linear", "mlp", "tanh-linear", "mlp", "linear")):
-        d = int(torch.randint(2, 17, (1,), generator=rng))
-        sub = _random_sublayer(rng, d, kind)
-        x = _random_x(rng, d)
-        case = f"case {i}: {kind} sublayer, x {tuple(x.shape)}, no norm"
-        module = _build(cls, case, sub)
-        _expect_owns(case, module, ("sublayer", sub))
+@exercise("08.rezero", points=2, uses="GatedResidual")
+def check_rezero(cls, rng):
+    """One scalar gate: x + gate · sublayer(x), with gradients to x, the gate and the sublayer."""
+    for i, kind in enumerate(("linear", "mlp", "mlp", "linear")):
+        d = int(torch.randint(2, 12, (1,), generator=rng))
+        sub = _sublayer(rng, d, kind)
+        x = _x(rng, d) * 2 + 1
+        case = f"case {i}: {kind} sublayer, x {tuple(x.shape)}, the gate set to a random value"
+        module = _call(case, cls, sub)
+        gate = _gate(case, module, ())
+        value = torch.randn((), generator=rng) + 1.5
         with torch.no_grad():
-            branch = sub(x)
-        _compare(case, module, Reference(sub), x, rng, wrong_guesses=(
-            (branch, "your output equals sublayer(x): the residual adds x back (x + sublayer(x))"),))
-    d = 8
-    zero = nn.Linear(d, d)
-    nn.init.zeros_(zero.weight)
-    nn.init.zeros_(zero.bias)
-    x = _random_x(rng, d)
-    case = "a sublayer that outputs zeros: the block must be exactly the identity"
-    expect_close(case, _build(cls, case, zero)(x), x, atol=0, rtol=0, name="output")
+            gate.copy_(value)
+        _compare(case, module, sub, value, x, rng)
 
 
-@exercise("08.residual-prenorm", points=2, uses="Residual")
-def check_prenorm(cls, rng):
-    """x + sublayer(norm(x)) (Pre-LN): the norm sits on the branch, the identity path carries x."""
-    for i, kind in enumerate(("linear", "mlp", "tanh-linear", "mlp")):
-        d = int(torch.randint(2, 17, (1,), generator=rng))
-        sub = _random_sublayer(rng, d, kind)
-        norm = _randomize(nn.LayerNorm(d), rng, scale=1.0)
-        x = 2.0 * _random_x(rng, d) + 1.0        # far from normalised, so skipping the norm shows
-        case = f"case {i}: {kind} sublayer, LayerNorm({d}), x {tuple(x.shape)}"
-        module = _build(cls, case, sub, norm)
-        _expect_owns(case, module, ("sublayer", sub), ("norm", norm))
+@exercise("08.rezero-init", points=1, uses="GatedResidual")
+def check_rezero_init(cls, rng):
+    """At initialisation (gate 0) the block is exactly the identity, yet the gate's gradient is not zero."""
+    d = int(torch.randint(3, 10, (1,), generator=rng))
+    sub = _sublayer(rng, d, "mlp")
+    x = _x(rng, d)
+    case = f"GatedResidual(mlp) just built, x {tuple(x.shape)}"
+    module = _call(case, cls, sub)
+    gate = _gate(case, module, ())
+    expect(float(gate.detach()) == 0.0, f"[{case}] ReZero's gate starts at 0, got {float(gate.detach())}")
+    out = _call(case, module, x)
+    expect_close(case, out, x, atol=0, rtol=0, name="output at initialisation (exactly x)")
+    _compare(case + " (the gate's gradient is sum(upstream · sublayer(x)); the sublayer's is 0)",
+             module, sub, torch.zeros(()), x, rng)
+    case = "GatedResidual(sublayer, init=0.5)"
+    module = _call(case, cls, _sublayer(rng, d, "linear"), init=0.5)
+    expect(float(_gate(case, module, ()).detach()) == 0.5, f"[{case}] the gate should start at `init` = 0.5")
+
+
+@exercise("08.layerscale", points=2, uses="GatedResidual")
+def check_layerscale(cls, rng):
+    """d given: one gate per channel, shape (d,), starting at `init`; gradients summed over the leading dims."""
+    for i, kind in enumerate(("linear", "mlp", "mlp")):
+        d = int(torch.randint(2, 12, (1,), generator=rng))
+        sub = _sublayer(rng, d, kind)
+        x = _x(rng, d)
+        init = float(torch.rand((), generator=rng)) * 0.1 + 1e-4
+        case = f"case {i}: GatedResidual({kind}, d={d}, init={init:.4g}), x {tuple(x.shape)}"
+        module = _call(case, cls, sub, d=d, init=init)
+        gate = _gate(case, module, (d,))
+        expect_close(case, gate.detach(), torch.full((d,), init), atol=1e-7, name="the gate at initialisation")
+        value = torch.randn(d, generator=rng)
         with torch.no_grad():
-            n = norm(x)
-            guesses = (
-                (n + sub(n), "the identity path must carry x itself, not norm(x): x + sublayer(norm(x))"),
-                (norm(x + sub(x)), "that is Post-LN, norm(x + sublayer(x)); this wrapper is Pre-LN: "
-                                   "x + sublayer(norm(x))"),
-                (x + sub(x), "the norm was not applied: with a norm the block is x + sublayer(norm(x))"),
-            )
-        _compare(case, module, Reference(sub, norm), x, rng, wrong_guesses=guesses)
-    d = 6
-    sub = _random_sublayer(rng, d, "linear")
-    x = _random_x(rng, d)
-    case = "norm=None after a normed case: no norm means x + sublayer(x)"
-    _compare(case, _build(cls, case, sub, None), Reference(sub), x, rng)
-
-
-@exercise("08.residual-shape", points=1, uses="Residual")
-def check_shape(cls, rng):
-    """A sublayer that changes the shape raises ValueError instead of broadcasting."""
-    d = int(torch.randint(3, 12, (1,), generator=rng))
-    x = _random_x(rng, d)
-    for out_features, why in ((d + 2, "a wider output"), (1, "an output of width 1, which would broadcast")):
-        sub = _randomize(nn.Linear(d, out_features), rng)
-        case = f"sublayer Linear({d}, {out_features}) on x {tuple(x.shape)}: {why}"
-        module = _build(cls, case, sub)
-        try:
-            out = module(x)
-        except ValueError:
-            continue
-        except RuntimeError as error:
-            raise CheckFailed(f"[{case}] PyTorch raised RuntimeError ({error}); check the shapes yourself "
-                              "and raise a ValueError that names them") from None
-        raise CheckFailed(f"[{case}] expected a ValueError, but forward returned shape "
-                          f"{tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__}")
-    sub = _random_sublayer(rng, d, "mlp")
-    case = f"a shape-preserving sublayer on x {tuple(x.shape)} must not raise"
-    _compare(case, _build(cls, case, sub), Reference(sub), x, rng)
+            gate.copy_(value)
+        _compare(case + ", the gates set to random values", module, sub, value, x, rng)
