@@ -144,10 +144,12 @@ class RelativeMultiHeadAttention(nn.Module):
 
     def scores(self, h, context, pos_emb=None):
         """Pre-softmax scores (B, H, T, M + T) of queries h over keys context = [memory; h]."""
-        q = self._heads(self.q_net(h))                              # (B, H, T, dh)
         k, _ = self.kv_net(context).chunk(2, dim=-1)
-        k = self._heads(k)                                          # (B, H, M+T, dh)
-        if pos_emb is None:
+        return self._scores(h, self._heads(k), pos_emb)
+
+    def _scores(self, h, k, pos_emb):
+        q = self._heads(self.q_net(h))                              # (B, H, T, dh)
+        if pos_emb is None:                                         # k: (B, H, M+T, dh)
             return q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
         r = self.r_net(pos_emb).view(-1, self.n_heads, self.head_dim).transpose(0, 1)  # (H, M+T, dh)
         ac = (q + self.u[:, None, :]) @ k.transpose(-2, -1)                           # (B, H, T, M+T)
@@ -158,9 +160,9 @@ class RelativeMultiHeadAttention(nn.Module):
         """h: (B, T, d), memory: (B, M, d), pos_emb: (M + T, d) or None -> (B, T, d)."""
         context = torch.cat([memory, h], dim=1)                     # (B, M+T, d)
         M, T = memory.shape[1], h.shape[1]
-        scores = self.scores(h, context, pos_emb)
+        k, v = self.kv_net(context).chunk(2, dim=-1)                # one projection for keys and values
+        scores = self._scores(h, self._heads(k), pos_emb)
         scores = scores.masked_fill(~memory_mask(T, M, h.device), float("-inf"))
-        _, v = self.kv_net(context).chunk(2, dim=-1)
         out = F.softmax(scores, dim=-1) @ self._heads(v)            # (B, H, T, dh)
         return self.out(out.transpose(1, 2).reshape(h.shape))
 

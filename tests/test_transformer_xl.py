@@ -133,3 +133,15 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         model(torch.zeros(2, 5, dtype=torch.long), [torch.zeros(2, 3, 8)])
     with pytest.raises(ValueError, match=r"memory\[1\]"):
         model(torch.zeros(2, 5, dtype=torch.long), [torch.zeros(2, 3, 8), torch.zeros(2, 3, 6)])
+
+
+def test_keys_and_values_are_projected_once_per_layer():
+    """[memory; segment] goes through kv_net once: keys and values come from one projection."""
+    from course_lib.transformer_xl import RelativeMultiHeadAttention, relative_sinusoid
+    torch.manual_seed(0)
+    attn = RelativeMultiHeadAttention(16, 2)
+    calls = []
+    attn.kv_net.register_forward_hook(lambda *args: calls.append(1))
+    h, memory = torch.randn(2, 5, 16), torch.randn(2, 3, 16)
+    attn(h, memory, relative_sinusoid(8, 16))
+    assert len(calls) == 1
