@@ -9,14 +9,26 @@ process answers, which the grader then checks like any other answer.
 
 Trip-wires: during a graded call a profiler hook and a torch-function mode note whether any
 forbidden object (the course's own implementation, a torch built-in that does the whole job)
-runs; the reply says so and the grader fails the item. Learner code could switch them off in
-its own process, which is why the grader also checks the answer cells' source (shortcuts.py).
+runs; the reply says so and the grader fails the item. The hook matches a forbidden function's
+own code (decorators unwrapped; a shared wrapper such as contextlib's or torch.no_grad's counts
+only when it runs on an instance of the forbidden class), also when it was copied (exec of the
+course's file, `__code__.replace(co_name=...)`: equal bytecode, constants and line layout), and
+C functions by identity (so also under `torch._C.DisableTorchFunction()`). `sys.setprofile`
+cannot switch the hook off during a graded call, and a hook replaced by other means fails the
+item. Learner code could still switch them off in its own process (README, threat model), which
+is why the grader also checks the answer cells' source (shortcuts.py).
+
+Inputs the learner's code changes in place (a tensor's values, a list's or dict's items) are
+reported with the reply, and the grader applies the change to its own copy, so a check that
+compares its inputs before and after the call sees it as it would in the notebook.
 """
 import io
 import os
 import pickle
 import sys
 import types
+
+_SETPROFILE, _GETPROFILE = sys.setprofile, sys.getprofile   # before any learner code runs
 
 FD_IN, FD_OUT = (int(n) for n in os.environ.get("COURSE_GRADE_FDS", "3,4").split(","))
 
@@ -55,11 +67,25 @@ class Driver:
         self._received_grad: list = []
         self._forbidden_cache: dict[str, tuple] = {}
         self._hit: list[str] = []
+        self._armed = False
+        self._normal_cache: dict = {}
+        sys.setprofile = self._guard_setprofile
+
+    def _guard_setprofile(self, function):
+        """sys.setprofile as the learner's code sees it: refused while a graded call runs."""
+        if self._armed:
+            self._hit.append("sys.setprofile (it would switch off the grader's checks)")
+            return None
+        return _SETPROFILE(function)
 
     # ------------------------------------------------------------ cells
     def run_cell(self, source: str) -> None:
-        from IPython.core.inputtransformer2 import TransformerManager
-        code = TransformerManager().transform_cell(source)
+        try:   # plain Python runs as it is (IPython would not change it; a large cell costs no transform)
+            compiled, code = compile(source, "<cell>", "exec"), source
+        except SyntaxError:
+            from IPython.core.inputtransformer2 import TransformerManager
+            code = TransformerManager().transform_cell(source)
+            compiled = compile(code, "<cell>", "exec")
         if "get_ipython" in code and self.shell is None:
             from traitlets.config import Config
             from IPython.core.interactiveshell import InteractiveShell
@@ -67,7 +93,7 @@ class Driver:
             config.HistoryManager.enabled = False
             self.shell = InteractiveShell.instance(config=config, user_ns=self.ns)
             self.ns["get_ipython"] = lambda: self.shell
-        exec(compile(code, "<cell>", "exec"), self.ns)
+        exec(compiled, self.ns)
 
     # ------------------------------------------------------------ export (learner -> grader)
     def export(self, obj, blobs, state, depth=0):
@@ -203,11 +229,23 @@ class Driver:
         return obj
 
     # ------------------------------------------------------------ trip-wires
+    def warm_up(self) -> None:
+        """What ordinary torch code imports lazily on first use, imported before any item's clock
+        starts: torch.broadcast_shapes (masks, validation) pulls in sympy, seconds on a busy machine."""
+        torch = self.torch
+        try:
+            torch.broadcast_shapes((1, 2), (3, 1))
+            torch.ones(2).masked_fill(torch.tensor([True, False]), 0.0).softmax(-1)
+        except Exception:  # noqa: BLE001 - a warm-up only
+            pass
+
     def forbidden_sets(self, item: str):
+        """What the trip-wires of `item` look for: (codes, normal forms of codes, shared codes,
+        C functions, Tensor method names), each mapped to the forbidden object's label."""
         if item in self._forbidden_cache:
             return self._forbidden_cache[item]
         import importlib
-        codes, funcs = {}, {}
+        codes, shared, funcs, methods = {}, {}, {}, {}
         for dotted in self.forbidden.get(item, []):
             module_name, _, rest = dotted.partition(":")
             try:
@@ -218,28 +256,55 @@ class Driver:
                 continue
             label = f"{module_name}.{rest}"
             if isinstance(obj, type):
-                for value in vars(obj).values():
-                    code = getattr(value, "__code__", None)
-                    if code is not None:
+                home = _module_file(obj)
+                for value in list(vars(obj).values()):
+                    for code, own in _codes_of(value, home):
+                        if own:
+                            codes[code] = label
+                        else:    # a wrapper shared with other code: only on this class's objects
+                            shared.setdefault(code, []).append((obj, label))
+            elif _codes_of(obj, _module_file(obj)):
+                for code, own in _codes_of(obj, _module_file(obj)):
+                    if own:
                         codes[code] = label
-            elif getattr(obj, "__code__", None) is not None:
-                codes[obj.__code__] = label
             else:
                 funcs[obj] = label
-        self._forbidden_cache[item] = (codes, funcs)
-        return codes, funcs
+                if rest.startswith("Tensor."):
+                    methods[rest.rsplit(".", 1)[-1]] = label
+        normal = {_normal(code): name for code, name in codes.items()}
+        self._forbidden_cache[item] = (codes, normal, shared, funcs, methods)
+        return self._forbidden_cache[item]
 
     def guarded(self, item: str, thunk):
         """Run thunk() with the trip-wires of `item` armed."""
-        torch = self.torch
-        codes, funcs = self.forbidden_sets(item)
-        if not codes and not funcs:
+        codes, normal, shared, funcs, methods = self.forbidden_sets(item)
+        if not (codes or shared or funcs):
             return thunk()
-        hit = self._hit
+        hit, normal_cache, tensor = self._hit, self._normal_cache, self.torch.Tensor
 
         def profile(frame, event, arg):
-            if event == "call" and frame.f_code in codes:
-                hit.append(codes[frame.f_code])
+            if event == "call":
+                code = frame.f_code
+                label = codes.get(code)
+                if label is None:
+                    key = normal_cache.get(code)
+                    if key is None:
+                        key = normal_cache[code] = _normal(code)
+                    label = normal.get(key)
+                if label is None and code in shared:
+                    first = _first_argument(frame)
+                    label = next((l for cls, l in shared[code] if first is cls or isinstance(first, cls)), None)
+                if label is not None:
+                    hit.append(label)
+            elif event == "c_call":
+                try:
+                    label = funcs.get(arg)
+                except Exception:  # noqa: BLE001 - an unhashable callable (a list's method): not forbidden
+                    label = None
+                if label is None and methods and isinstance(getattr(arg, "__self__", None), tensor):
+                    label = methods.get(getattr(arg, "__name__", None))
+                if label is not None:
+                    hit.append(label)
         from torch.overrides import TorchFunctionMode
 
         class Mode(TorchFunctionMode):
@@ -251,13 +316,17 @@ class Driver:
                 if label:
                     hit.append(label)
                 return func(*args, **(kwargs or {}))
-        old = sys.getprofile()
-        sys.setprofile(profile)
+        old = _GETPROFILE()
+        _SETPROFILE(profile)
+        self._armed = True
         try:
             with Mode():
                 return thunk()
         finally:
-            sys.setprofile(old)
+            self._armed = False
+            if _GETPROFILE() is not profile:
+                hit.append("a profiler or tracer of its own (it switched off the grader's checks)")
+            _SETPROFILE(old)
 
     # ------------------------------------------------------------ requests
     def serve(self) -> None:
@@ -273,6 +342,9 @@ class Driver:
             try:
                 if op == "init":
                     self.forbidden = request["forbidden"]
+                    for item in self.forbidden:   # imports (transformers, ...) before any item's clock
+                        self.forbidden_sets(item)
+                    self.warm_up()
                     self.reply_value(None)
                 elif op == "exec":
                     self.run_cell(request["source"])
@@ -305,7 +377,9 @@ class Driver:
                     message = str(error)
                 except BaseException:  # noqa: BLE001
                     message = "(an exception whose message could not be shown)"
-                self.reply({"err": {"type": type(error).__name__[:80], "msg": message[:400]},
+                mro = [[str(getattr(c, "__module__", ""))[:80], str(getattr(c, "__qualname__", ""))[:80]]
+                       for c in type.mro(type(error))[:20]]
+                self.reply({"err": {"type": type(error).__name__[:80], "msg": message[:400], "mro": mro},
                             "forbidden": sorted(set(self._hit))}, [])
 
     def call(self, request) -> None:
@@ -327,7 +401,11 @@ class Driver:
                 if op == "len":
                     return len(target)
                 return list(iter(target))
+        inputs = list(enumerate(args)) + list(kwargs.items())
+        before = [(key, value, self.snapshot(value)) for key, value in inputs]
         result = self.guarded(request.get("item", ""), thunk)
+        changed = [(key, value) for key, value, snap in before
+                   if snap is not None and not self.unchanged(value, snap)]
         callee = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
         params = list(callee.parameters()) if isinstance(callee, torch.nn.Module) else []
 
@@ -341,8 +419,37 @@ class Driver:
             out["wb"] = [[self.origin_of[id(m)], [[name, self.export(p, blobs, state)]
                                                   for name, p in m._parameters.items()]]
                          for top in modules for m in top.modules() if id(m) in self.origin_of]
+            if changed:
+                out["mut"] = [[key, self.export(value.detach() if isinstance(value, torch.Tensor) else value,
+                                                blobs, state)] for key, value in changed]
             return out
         self.reply_value(result, extra)
+
+    def snapshot(self, value):
+        """What tells whether an input was changed in place: a plain tensor's bytes, shape and
+        dtype; a list's or dict's items (by identity, held so that no id is reused)."""
+        torch = self.torch
+        if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+            try:
+                return ("T", self.wire.tensor_bytes(value))
+            except Exception:  # noqa: BLE001 - a tensor that cannot be read: not compared
+                return None
+        if type(value) is list:
+            return ("L", list(list.__iter__(value)))
+        if type(value) is dict:
+            return ("D", list(dict.items(value)))
+        return None
+
+    def unchanged(self, value, snap) -> bool:
+        kind, data = snap
+        if kind == "T":
+            return self.snapshot(value) == snap
+        now = self.snapshot(value)
+        if now is None or len(now[1]) != len(data):
+            return False
+        if kind == "L":
+            return all(a is b for a, b in zip(now[1], data))
+        return all(a is c and b is d for (a, b), (c, d) in zip(now[1], data))
 
     def backward(self, request) -> None:
         torch = self.torch
@@ -361,6 +468,56 @@ class Driver:
 
 _RECEIVED: list = []
 _DRIVER = None
+
+
+def _module_file(obj) -> str:
+    """The source file of the module that defines `obj` ("" when unknown)."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    return os.path.realpath(getattr(module, "__file__", None) or "") if module else ""
+
+
+def _codes_of(value, home: str) -> list:
+    """[(code, own)] of a function, method, static/class method or property, through the
+    decorators' `__wrapped__`: own when the code was written in `home` (the forbidden object's
+    file), else a wrapper shared with other code (contextlib's, torch.no_grad's, deprecated...)."""
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    candidates = [value.fget, value.fset, value.fdel] if isinstance(value, property) else [value]
+    out = []
+    for candidate in candidates:
+        for _ in range(8):
+            if candidate is None:
+                break
+            try:
+                code = getattr(candidate, "__code__", None)
+                wrapped = getattr(candidate, "__wrapped__", None) if isinstance(candidate, types.FunctionType) else None
+            except Exception:  # noqa: BLE001 - an object with a hostile __getattr__: nothing here
+                break
+            if isinstance(code, types.CodeType):
+                out.append((code, bool(home) and os.path.realpath(code.co_filename) == home))
+            candidate = wrapped
+    return out
+
+
+def _normal(code):
+    """A code object without its name, file and first line: equal for a copy of the same source
+    (exec of a course file, `__code__.replace(co_name=...)`), whatever it is called or where."""
+    try:
+        consts = tuple(_normal(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+        return code.replace(co_name="_", co_qualname="_", co_filename="_", co_firstlineno=1, co_consts=consts)
+    except Exception:  # noqa: BLE001 - (cannot happen for real code objects)
+        return code
+
+
+def _first_argument(frame):
+    """The first positional argument of the call that `frame` starts (self, for a method)."""
+    code = frame.f_code
+    if code.co_argcount:
+        return frame.f_locals.get(code.co_varnames[0])
+    if code.co_flags & 0x04:   # *args only (decorators' wrappers)
+        args = frame.f_locals.get(code.co_varnames[code.co_kwonlyargcount])
+        return args[0] if isinstance(args, tuple) and args else None
+    return None
 
 
 def rebuild_tensor(name, shape, data, requires_grad):

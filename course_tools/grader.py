@@ -166,7 +166,7 @@ def lesson_of(nb, path=None):
         if number is None and lesson is not None:
             raise GradeError("not-an-exercise", f"{_name(name)!r} is lesson {lesson.number:02d}'s notebook, "
                              "not an exercise: nothing was graded or recorded. Grade its exercise: "
-                             f"course start {lesson.number:02d}, answer in work/{lesson.stem}.ipynb, "
+                             f"course start {lesson.number:02d}, answer in work/{lesson.stem}_exercise.ipynb, "
                              f"then course grade {lesson.number:02d}")
         known = ", ".join(f"{n:02d}" for n in sorted(graded))
         raise GradeError("unknown-lesson", "the notebook does not say which lesson it belongs to "
@@ -257,12 +257,14 @@ def _additions(official: str, mine: str) -> str:
     return "\n".join(keep)
 
 
+_TOP_LEVEL_NAME = re.compile(r"^(?:async\s+def|def|class)\s+(\w+)|^(\w+)\s*(?::[^=]*)?=(?!=)", re.M)
+
+
 def check_lesson_matches(nb, lesson) -> None:
     """GradeError when the notebook's cells belong to another lesson than its metadata says
     (grading cells of another lesson only, or none of this lesson's graded names defined while
     another lesson's are)."""
     from .grading import load_all
-    from .shortcuts import _defines, _parse
     own = f"{lesson.number:02d}"
     cells = [_source(c) for c in _code(nb)]
     ids = [i for source in cells for i in GRADE_CALL.findall(source)]
@@ -272,10 +274,7 @@ def check_lesson_matches(nb, lesson) -> None:
         other = prefixes[0]
     else:
         registry = load_all()
-        defined = set()
-        for source in cells:
-            for stmt in _parse(source):
-                defined |= _defines(stmt)
+        defined = {a or b for source in cells for a, b in _TOP_LEVEL_NAME.findall(source)}
         wanted = {n for ex in registry.values() if ex.id.startswith(own + ".") for n in ex.uses}
         if wanted and not wanted & defined:
             theirs = sorted({ex.id.split(".")[0] for ex in registry.values()

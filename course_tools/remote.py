@@ -44,14 +44,33 @@ class LearnerError(Exception):
 
 _BUILTIN_ERRORS = {cls.__name__: cls for cls in (
     NotImplementedError, ValueError, TypeError, RuntimeError, IndexError, KeyError, AttributeError,
-    NameError, ZeroDivisionError, AssertionError, OverflowError, MemoryError, RecursionError)}
+    NameError, ZeroDivisionError, AssertionError, OverflowError, MemoryError, RecursionError,
+    LookupError, ArithmeticError, UnicodeError, FloatingPointError)}
+_SUBCLASSES: dict = {}
 
 
-def learner_exception(type_name: str, message: str) -> Exception:
-    cls = _BUILTIN_ERRORS.get(type_name)
-    if cls is not None:
-        return cls(message)
-    return LearnerError(type_name, message)
+class NotebookTimeout(Timeout):
+    """The notebook's whole grading budget ran out (not one item's)."""
+
+
+def learner_exception(type_name: str, message: str, mro=()) -> Exception:
+    """The learner's exception as the grader raises it: the nearest builtin class in its class
+    hierarchy (`class StrideError(ValueError)` is caught by `except ValueError`), named like the
+    learner's class; LearnerError when none is one of the builtins the checks may catch."""
+    names = [type_name] + [entry[1] for entry in mro if isinstance(entry, list) and len(entry) == 2
+                           and entry[0] == "builtins" and isinstance(entry[1], str)]
+    cls = next((_BUILTIN_ERRORS[n] for n in names if n in _BUILTIN_ERRORS), None)
+    if cls is None:
+        return LearnerError(type_name, message)
+    if cls.__name__ != type_name:
+        name = type_name if type_name.isidentifier() else "LearnerException"
+        key = (name, cls)
+        if key not in _SUBCLASSES:
+            _SUBCLASSES[key] = type(name, (cls,), {"__module__": "learner", "type_name": name})
+        cls = _SUBCLASSES[key]
+    error = cls(message)
+    error.type_name = type_name
+    return error
 
 
 def _trusted_class(spec: str):
@@ -182,7 +201,8 @@ class Session:
         self.mirrors: dict[int, RemoteTensor] = {}
         self.origins: dict[int, object] = {}
         self.origin_of: dict[int, int] = {}
-        self.deadline = float("inf")
+        self.budget = float("inf")     # seconds the learner's process may still take (cell or item)
+        self.deadline = float("inf")   # when the notebook's whole grading must end
         self.item = ""
         self.started = False
 
@@ -190,7 +210,7 @@ class Session:
     def start(self, timeout: float) -> None:
         self.sandbox.start()
         self.started = True
-        self.deadline = time.monotonic() + timeout
+        self.budget = timeout
         self.request("init", forbidden=self.forbidden)
 
     def close(self) -> None:
@@ -232,19 +252,32 @@ class Session:
         return self.origins[n]
 
     # ------------------------------------------------------------ requests
-    def _send(self, message: dict) -> _Pickler:
+    def _send(self, message: dict, deadline: float) -> _Pickler:
         buffer = io.BytesIO()
         pickler = _Pickler(buffer, self)
         pickler.dump(message)
-        self.sandbox.send(buffer.getvalue(), self.deadline)
+        self.sandbox.send(buffer.getvalue(), deadline)
         return pickler
 
     def _exchange(self, message: dict):
+        """One request and its reply. Only the time spent waiting for the learner's process
+        counts against `budget` (the checks' own work in this process does not), and nothing
+        runs past `deadline` (the notebook's)."""
         if not self.sandbox.alive:
             raise LearnerDied("the learner's process is not running")
         message["item"] = self.item
-        pickler = self._send(message)
-        payload = self.sandbox.receive(self.deadline)
+        started = time.monotonic()
+        own_limit = started + max(self.budget, 0.0)
+        deadline = min(own_limit, self.deadline)
+        try:
+            pickler = self._send(message, deadline)
+            payload = self.sandbox.receive(deadline)
+        except Timeout:
+            if self.deadline < own_limit:
+                raise NotebookTimeout() from None
+            raise
+        finally:
+            self.budget -= time.monotonic() - started
         decoder = Decoder(payload, self._handle, self._mirror, self._origin)
         header = decoder.header
         forbidden = header.get("forbidden") or []
@@ -256,7 +289,8 @@ class Session:
             err = header["err"] if isinstance(header["err"], dict) else {}
             type_name = err.get("type") if isinstance(err.get("type"), str) else "Exception"
             message_text = err.get("msg") if isinstance(err.get("msg"), str) else ""
-            raise learner_exception(type_name[:80], message_text[:400])
+            mro = err.get("mro") if isinstance(err.get("mro"), list) else []
+            raise learner_exception(type_name[:80], message_text[:400], mro[:20])
         if "ok" not in header:
             raise ProtocolError("a reply without a value")
         return decoder, pickler
@@ -271,6 +305,7 @@ class Session:
                                            "kwargs": dict(kwargs), "grad": grad, "name": name})
         value = decoder.value("ok")
         self._write_back(decoder)
+        self._changed_inputs(decoder, args, kwargs)
         outputs = decoder.grad_tensors
         call_id = decoder.header.get("call")
         if not (grad and outputs and type(call_id) is int):
@@ -305,11 +340,49 @@ class Session:
                 elif param is None and name in module._parameters:
                     module._parameters[name] = None
 
+    def _changed_inputs(self, decoder, args, kwargs) -> None:
+        """Apply what the learner's code changed in place in its inputs to the grader's objects,
+        as if it had run here: a check that compares an input before and after the call sees it."""
+        entries = decoder.value("mut") or []
+        if not isinstance(entries, list):
+            raise ProtocolError("a bad list of changed inputs")
+        args = tuple(args)
+        for entry in entries:
+            if not (isinstance(entry, list) and len(entry) == 2):
+                raise ProtocolError("a bad changed-input entry")
+            key, new = entry
+            if type(key) is int and 0 <= key < len(args):
+                mine = args[key]
+            elif type(key) is str and key in kwargs:
+                mine = kwargs[key]
+            else:
+                raise ProtocolError("a changed input that was never sent")
+            _apply_change(mine, new)
+
     def get_global(self, name: str):
         return self.request("global", name=name)
 
     def exec_cell(self, source: str) -> None:
         self.request("exec", source=source)
+
+
+def _apply_change(mine, new) -> None:
+    if isinstance(mine, torch.Tensor) and not isinstance(mine, (nn.Parameter, RemoteTensor)):
+        if not isinstance(new, torch.Tensor):
+            return
+        try:
+            with torch.no_grad():
+                if mine.shape == new.shape and mine.dtype == new.dtype:
+                    mine.copy_(new)
+                else:
+                    mine.data = new
+        except RuntimeError:   # (a view that cannot be written here: the check compares as it can)
+            pass
+    elif type(mine) is list and isinstance(new, list):
+        mine[:] = new
+    elif type(mine) is dict and isinstance(new, dict):
+        mine.clear()
+        mine.update(new)
 
 
 def _replace(value, swap):
@@ -325,4 +398,4 @@ def _replace(value, swap):
 
 
 __all__ = ["RemoteObject", "RemoteTensor", "Session", "ShortcutUsed", "LearnerError", "LearnerDied",
-           "Timeout", "ProtocolError", "importlib"]
+           "Timeout", "NotebookTimeout", "ProtocolError", "importlib"]

@@ -5,20 +5,31 @@ built-ins that do the whole job. A check may also declare more with
 `@exercise(..., forbids=("torch.nn.functional:gelu",))`. Names are "module:qualname".
 
 Two independent detectors use the same list:
-- static (here): the AST of the learner's cells (answers and cells the learner added, after
-  IPython's magics are transformed). Only the code the graded object depends on is examined:
-  its definition and, transitively, the learner's top-level names it refers to, so a learner may
-  still compare against the course's version in a cell of their own. Imports and attribute
-  chains are resolved through aliases (`import torch.nn.functional as F; F.softmax`,
-  `from course_lib import attention`, `from x import f as g`); `.name` on any object counts for
-  Tensor methods; dynamic lookups (`__import__`, `importlib`, `getattr` with a computed name,
-  `eval`/`exec`, `sys.modules`, `globals()`, `__dict__`, `vars`) in that code fail the item too,
-  because they could reach anything.
+- static (here): the AST of the learner's cells (answers, cells the learner added and what they
+  added to provided cells, after IPython's magics are transformed). Only the code the graded
+  object depends on is examined: its definition, the statements that set its attributes
+  (`f.__code__ = ...`) and, transitively, the learner's top-level names they refer to - so a
+  learner may still compare against the course's version in a cell of their own; a graded name
+  that no statement defines depends on the statements that could bind it dynamically (exec,
+  globals()). Names are resolved scope by scope (a parameter or local shadows a module alias)
+  through imports anywhere, a function's own included (`import torch.nn.functional as F;
+  F.softmax`, `from course_lib import attention`, `from x import f as g`, `G = torch.nn.functional`);
+  `.name` on any object counts for Tensor methods. Dynamic lookups that could reach anything fail
+  the item too: `__import__`, `importlib`, bare `eval`/`exec`/`compile`/`globals()`,
+  `sys.modules`, `builtins`, torch's internals (`torch._C`, `torch.ops`), getattr/setattr/vars/
+  `__dict__` on a module, `getattr(x, "<forbidden name>")`, code and frame attributes, and
+  switching the trip-wires off (`sys.setprofile`, `DisableTorchFunction`). Strings are not code
+  (a docstring may name `torch.nn.LayerNorm`), and neither `re.compile`, `model.eval()`,
+  `locals()` nor `getattr(self, f"layer{i}")` is a lookup of anything forbidden. The cells are
+  parsed once per notebook and every statement is walked a fixed number of times: linear time.
 - dynamic (driver.py): trip-wires in the learner's process while a graded call runs.
 """
 from __future__ import annotations
 
 import ast
+import collections
+import contextlib
+import gc
 
 SOFTMAX = ("torch:softmax", "torch.nn.functional:softmax", "torch:Tensor.softmax", "torch.nn:Softmax",
            "torch.special:softmax", "torch:log_softmax", "torch.nn.functional:log_softmax",
@@ -78,11 +89,22 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
             "torch:fake_quantize_per_tensor_affine", "torch.ao.quantization:quantize_dynamic"),
 }
 
-ESCAPES = {"__import__", "importlib", "eval", "exec", "compile", "globals", "vars", "locals",
-           "__dict__", "__builtins__", "__getattribute__", "__subclasses__",
-           "__globals__", "import_module", "run_path", "run_module", "_getframe"}
+# Dynamic lookups that could reach any object: they fail a graded item when the code it depends on
+# uses them. Builtins count as bare names only (`re.compile`, `model.eval()` are ordinary code);
+# getattr/setattr with a computed name count on modules only (`getattr(self, f"layer{i}")` is fine).
+ESCAPE_NAMES = {"__import__", "importlib", "eval", "exec", "compile", "globals", "__builtins__"}
+ESCAPE_ATTRIBUTES = {"__globals__", "__builtins__", "__subclasses__", "__code__", "__closure__",
+                     "__getattribute__", "f_globals", "f_locals", "f_back", "f_builtins", "_getframe",
+                     "import_module", "run_path", "run_module", "setprofile", "settrace",
+                     "DisableTorchFunction", "DisableTorchFunctionSubclass", "_disabled_torch_function_impl"}
+# imported paths that reach everything, or torch's internals below its public functions
+ESCAPE_PATHS = ("sys.modules", "importlib", "builtins", "torch._C", "torch.ops", "torch._ops", "torch._VF")
+ESCAPES = ESCAPE_NAMES | ESCAPE_ATTRIBUTES   # (all the names, for callers of the old constant)
+_DYNAMIC_BINDERS = {"exec", "eval", "compile", "globals", "vars", "setattr", "__import__", "importlib",
+                    "__dict__", "__builtins__", "builtins", "modules"}
 MAGICS_ALLOWED = {"time", "timeit", "capture", "matplotlib", "precision", "who", "whos", "config",
                   "pinfo", "pinfo2", "pdef", "pdoc", "psource", "debug", "prun", "lsmagic", "magic"}
+_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
 
 
 def forbidden_for(exercise_id: str, declared=()) -> list[str]:
@@ -97,60 +119,320 @@ def _dotted(name: str) -> str:
     return name.replace(":", ".")
 
 
-class _Scope(ast.NodeVisitor):
-    """Collects alias bindings (import statements) of a module."""
+class Finding:
+    def __init__(self, what: str, escape: bool):
+        self.what, self.escape = what, escape
 
-    def __init__(self):
-        self.aliases: dict[str, str] = {}
 
-    def visit_Import(self, node):
-        for a in node.names:
-            if a.asname:
-                self.aliases[a.asname] = a.name
+# ------------------------------------------------------------------ walking one scope (iteratively)
+
+_SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+_LITERALS = (ast.List, ast.Tuple, ast.Set)
+
+
+def _children(node) -> list:
+    """The child nodes of `node`; none for a literal of constants (a list of a million numbers
+    costs one pass over it, not a million nodes to visit)."""
+    kind = type(node)
+    if kind is ast.Constant or kind is ast.Name:
+        return []
+    if kind in _LITERALS or kind is ast.Dict:
+        elements = node.elts if kind is not ast.Dict else [k for k in node.keys if k is not None] + node.values
+        if all(type(e) is ast.Constant for e in elements):
+            return []
+        return list(elements)
+    out = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(v for v in value if isinstance(v, ast.AST))
+    return out
+
+
+def _walk(root):
+    """Every node under `root` (itself included) that can hold a name, in source order, without
+    recursion (a deeply nested expression is walked like any other)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(_children(node)))
+
+
+def _own_nodes(root):
+    """`root` and the nodes of its own scope, in source order, without recursion. A nested
+    function, lambda or class is yielded itself with the parts evaluated where it is defined
+    (decorators, defaults, bases), not its body."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _SCOPE_NODES):
+            parts = list(getattr(node, "decorator_list", ()))
+            if isinstance(node, ast.ClassDef):
+                parts += node.bases + [k.value for k in node.keywords]
             else:
-                top = a.name.split(".")[0]
-                self.aliases[top] = top
-
-    def visit_ImportFrom(self, node):
-        if node.level == 0 and node.module:
-            for a in node.names:
-                if a.name != "*":
-                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                parts += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+            stack.extend(reversed(parts))
+        else:
+            stack.extend(reversed(_children(node)))
 
 
-def _resolve(node, aliases) -> str | None:
+def _body(node) -> list:
+    return node.body if isinstance(node.body, list) else [node.body]
+
+
+def _resolve(node, scope) -> str | None:
+    """The dotted path `node` (a name or attribute chain) stands for, when its first name is an
+    import alias in `scope` (a mapping name -> path, None for a name bound to something else)."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
     if isinstance(node, ast.Name):
-        base = aliases.get(node.id)
+        base = scope.get(node.id)
         if base is None:
             return None
         return ".".join([base] + parts[::-1])
     return None
 
 
-def _defines(stmt) -> set[str]:
-    names = set()
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        names.add(stmt.name)
-    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-        for a in stmt.names:
-            names.add(a.asname or a.name.split(".")[0])
-    else:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-    return names
+def _bind_imports(node, scope) -> None:
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            if a.asname:
+                scope[a.asname] = a.name
+            else:
+                top = a.name.split(".")[0]
+                scope[top] = top
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        for a in node.names:
+            if a.name != "*":
+                scope[a.asname or a.name] = f"{node.module}.{a.name}"
 
 
-class Finding:
-    def __init__(self, what: str, escape: bool):
-        self.what, self.escape = what, escape
+def _alias_assignment(node, scope):
+    """(name, path) for `name = <an imported path>` (`F = torch.nn.functional`), else None."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        path = _resolve(node.value, scope)
+        if path:
+            return node.targets[0].id, path
+    return None
 
 
-def _magic_sources(node) -> list[str]:
+class _Facts:
+    """What one module-level statement does, from a single walk: the names it loads (any depth),
+    stores (any depth), binds at module level (in order), whose attributes it sets, whether it
+    could bind names dynamically, and the code inside its magics."""
+    __slots__ = ("loads", "stores", "binds", "touches", "dynamic", "magic")
+
+    def __init__(self, stmt):
+        self.loads, self.stores, self.binds, self.touches = [], set(), [], set()
+        self.dynamic, self.magic = False, []
+        stack = [(stmt, False)]
+        while stack:
+            node, nested = stack.pop()
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is ast.Load:
+                    self.loads.append(node.id)
+                else:
+                    self.stores.add(node.id)
+                    if not nested:
+                        self.binds.append(("name", node))
+                self.dynamic = self.dynamic or node.id in _DYNAMIC_BINDERS
+                continue
+            if kind is ast.Constant:
+                continue
+            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+                if not nested and kind is not ast.Lambda:
+                    self.binds.append(("def", node.name))
+                parts = list(getattr(node, "decorator_list", ()))
+                if kind is ast.ClassDef:
+                    parts += node.bases + [k.value for k in node.keywords]
+                else:
+                    parts += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+                stack.extend((part, True) for part in reversed(_body(node)))
+                stack.extend((part, nested) for part in reversed(parts))
+                continue
+            if kind is ast.Attribute:
+                self.dynamic = self.dynamic or node.attr in _DYNAMIC_BINDERS
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                if not nested:
+                    self.binds.append(("import", node))
+            elif kind is ast.Global:
+                self.loads.extend(node.names)
+            elif kind is ast.Call:
+                for what, text in _magic_sources(node):
+                    if what == "src":
+                        self.magic.append(text)
+                if not nested and type(node.func) is ast.Name and node.func.id in ("setattr", "delattr") \
+                        and node.args:
+                    self._touch(node.args[0])
+            if kind in (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete):
+                if kind is ast.Assign and not nested:
+                    self.binds.append(("assign", node))
+                if not nested:
+                    for target in getattr(node, "targets", None) or [node.target]:
+                        if isinstance(target, (ast.Attribute, ast.Subscript)):
+                            self._touch(target)
+            stack.extend((child, nested) for child in reversed(_children(node)))
+
+    def _touch(self, target) -> None:
+        while isinstance(target, (ast.Attribute, ast.Subscript)):
+            target = target.value
+        if isinstance(target, ast.Name):
+            self.touches.add(target.id)
+
+    def bind(self, scope) -> None:
+        """Apply the bindings to `scope`, in order: imports and `name = <path>` make aliases, any
+        other binding of a name ends its alias."""
+        aliased: set[int] = set()
+        for kind, what in self.binds:
+            if kind == "name":
+                if id(what) not in aliased:
+                    scope[what.id] = None
+            elif kind == "def":
+                scope[what] = None
+            elif kind == "import":
+                _bind_imports(what, scope)
+            else:
+                alias = _alias_assignment(what, scope)
+                if alias:
+                    scope[alias[0]] = alias[1]
+                    aliased.add(id(what.targets[0]))
+
+
+def _bind_statement(stmt, scope) -> None:
+    """Apply one module-level statement's bindings to `scope` (see _Facts.bind)."""
+    _Facts(stmt).bind(scope)
+
+
+def _function_scope(fn, parent):
+    """The names of a function (or lambda): its parameters and local bindings shadow the enclosing
+    aliases; its own imports and `name = <path>` are aliases; `global` names are not local."""
+    local: dict[str, str | None] = {}
+    a = fn.args
+    for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+        if arg is not None:
+            local[arg.arg] = None
+    declared_global, aliases = set(), []
+    for stmt in _body(fn):
+        for node in _own_nodes(stmt):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                local[node.name] = None
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                declared_global.update(node.names)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                aliases.append(node)
+            elif isinstance(node, ast.Assign):
+                aliases.append(node)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                local[node.id] = None
+    scope = collections.ChainMap(local, parent)
+    for node in aliases:
+        if isinstance(node, ast.Assign):
+            alias = _alias_assignment(node, scope)
+            if alias:
+                local[alias[0]] = alias[1]
+        else:
+            _bind_imports(node, local)
+    for name in declared_global:
+        local.pop(name, None)
+    return scope
+
+
+def _class_scope(cls, parent):
+    local: dict[str, str | None] = {}
+    for stmt in cls.body:
+        _bind_statement(stmt, local)
+    return collections.ChainMap(local, parent)
+
+
+# ------------------------------------------------------------------ the rules
+
+class _Rules:
+    def __init__(self, forbidden: list[str]):
+        self.dotted = {_dotted(f): f for f in forbidden}
+        self.methods = {f.split(":", 1)[1].split(".", 1)[1] for f in forbidden if ":Tensor." in f}
+        self.last = {f.rsplit(".", 1)[-1].split(":")[-1] for f in forbidden}
+        self.modules = {_dotted(f).rsplit(".", 1)[0] for f in forbidden}
+        self.findings: list[Finding] = []
+
+    def hit(self, path: str | None) -> str | None:
+        if not path:
+            return None
+        full = path
+        while True:
+            if full in self.dotted:
+                return _dotted(self.dotted[full])
+            if "." not in full:
+                return None
+            full = full.rsplit(".", 1)[0]
+
+    def add(self, what: str, escape: bool) -> None:
+        self.findings.append(Finding(what, escape))
+
+    def path(self, path: str | None) -> None:
+        if not path:
+            return
+        found = self.hit(path)
+        if found:
+            self.add(found, False)
+        for prefix in ESCAPE_PATHS:
+            if path == prefix or path.startswith(prefix + "."):
+                self.add(prefix, True)
+                break
+
+    def node(self, node, scope, scan_source) -> None:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                if a.name == "*":
+                    if any(m == node.module or m.startswith(node.module + ".") for m in self.modules):
+                        self.add(f"from {node.module} import *", True)
+                else:
+                    self.path(f"{node.module}.{a.name}")
+            self.path(node.module if node.module.split(".")[0] in ("importlib", "builtins") else None)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in ("importlib", "builtins"):
+                    self.add(a.name.split(".")[0], True)
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                path = _resolve(node, scope)
+                self.path(path)
+                if path is None and node.id in ESCAPE_NAMES and node.id not in scope:
+                    self.add(node.id, True)
+        elif isinstance(node, ast.Attribute):
+            self.path(_resolve(node, scope))
+            if node.attr in self.methods:
+                self.add(f"Tensor.{node.attr}", False)
+            if node.attr in ESCAPE_ATTRIBUTES or (node.attr == "__dict__" and _resolve(node.value, scope)):
+                self.add(node.attr, True)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id not in scope:
+                if func.id in ("getattr", "setattr", "delattr", "hasattr") and len(node.args) >= 2:
+                    key = node.args[1]
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        if key.value in self.last or key.value in ESCAPE_ATTRIBUTES:
+                            self.add(f"{func.id}(..., {key.value!r})", True)
+                    elif func.id != "hasattr" and _resolve(node.args[0], scope):
+                        self.add(f"{func.id}() with a computed name on a module", True)
+                elif func.id == "vars" and node.args and _resolve(node.args[0], scope):
+                    self.add("vars() of a module", True)
+            for kind, text in _magic_sources(node):
+                if kind == "!":
+                    self.add(text, True)
+                else:
+                    scan_source(text, scope)
+
+
+def _magic_sources(node) -> list[tuple[str, str]]:
     """Python source inside `get_ipython().run_cell_magic('time', '', 'body')` and line magics."""
     out = []
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
@@ -166,122 +448,225 @@ def _magic_sources(node) -> list[str]:
     return out
 
 
+def _parse(source: str, transform=None) -> list[ast.stmt]:
+    """The statements of a cell as it runs (IPython syntax transformed); [] when it does not
+    parse - then it does not run either (the learner's process compiles it the same way)."""
+    try:
+        return ast.parse(source).body          # plain Python: what IPython would run unchanged
+    except SyntaxError:
+        pass
+    except _PARSE_ERRORS:                      # too deeply nested for Python itself: it cannot run
+        return []
+    try:
+        return ast.parse((transform or globals()["transform"])(source)).body
+    except _PARSE_ERRORS:
+        return []
+
+
+def _scan(statements, module_scope, forbidden: list[str]) -> list[Finding]:
+    """Findings in `statements`, each name resolved in the scope where it is used."""
+    rules = _Rules(forbidden)
+    work = [(stmt, module_scope, module_scope) for stmt in reversed(statements)]
+
+    def scan_source(text, scope):
+        for stmt in reversed(_parse(text)):
+            work.append((stmt, scope, scope))
+
+    while work:
+        root, scope, outer = work.pop()
+        for node in _own_nodes(root):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                child = _function_scope(node, outer)
+                work.extend((part, child, child) for part in reversed(_body(node)))
+            elif isinstance(node, ast.ClassDef):   # methods see the enclosing scope, not the class's
+                work.extend((part, _class_scope(node, scope), outer) for part in reversed(node.body))
+            else:
+                rules.node(node, scope, scan_source)
+    return rules.findings
+
+
 def scan(statements, aliases, forbidden: list[str]) -> list[Finding]:
-    dotted = {_dotted(f): f for f in forbidden}
-    methods = {f.split(":", 1)[1].split(".", 1)[1] for f in forbidden if ":Tensor." in f}
-    last = {f.rsplit(".", 1)[-1].split(":")[-1] for f in forbidden}
-    findings: list[Finding] = []
+    """Findings in `statements` given module-level `aliases` (name -> imported path)."""
+    return _scan(list(statements), dict(aliases), forbidden)
 
-    def hit(path: str | None) -> str | None:
-        if not path:
-            return None
-        for full, original in dotted.items():
-            if path == full or path.startswith(full + "."):
-                return _dotted(original)
-        return None
 
-    def visit(node):
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.ImportFrom) and sub.module:
-                for a in sub.names:
-                    found = hit(f"{sub.module}.{a.name}") if a.name != "*" else None
-                    if found:
-                        findings.append(Finding(found, False))
-                    if a.name == "*" and any(_dotted(f).startswith(sub.module + ".") for f in forbidden):
-                        findings.append(Finding(f"from {sub.module} import *", True))
-            elif isinstance(sub, ast.Import):
-                for a in sub.names:
-                    if a.name.split(".")[0] == "importlib":
-                        findings.append(Finding("importlib", True))
-            elif isinstance(sub, (ast.Attribute, ast.Name)):
-                path = _resolve(sub, aliases)
-                if path and path.startswith("sys.modules"):
-                    findings.append(Finding("sys.modules", True))
-                found = hit(path)
-                if found:
-                    findings.append(Finding(found, False))
-                name = sub.attr if isinstance(sub, ast.Attribute) else sub.id
-                if isinstance(sub, ast.Attribute) and name in methods:
-                    findings.append(Finding(f"Tensor.{name}", False))
-                if name in ESCAPES:
-                    findings.append(Finding(name, True))
-            elif isinstance(sub, ast.Call):
-                func = sub.func
-                if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "delattr", "hasattr"):
-                    if len(sub.args) >= 2:
-                        key = sub.args[1]
-                        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                            findings.append(Finding(f"{func.id}() with a computed name", True))
-                        elif key.value in last or key.value in ESCAPES:
-                            findings.append(Finding(f"{func.id}(..., {key.value!r})", True))
-                for kind, text in _magic_sources(sub):
-                    if kind == "!":
-                        findings.append(Finding(text, True))
-                    else:
-                        try:
-                            inner = ast.parse(text)
-                        except SyntaxError:
-                            continue
-                        visit(inner)
-            elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-                for f in dotted:
-                    if f in sub.value:
-                        findings.append(Finding(f"the string {f!r}", True))
-    for stmt in statements:
-        visit(stmt)
-    return findings
+# ------------------------------------------------------------------ which code a graded object depends on
+
+def _defines(stmt) -> set[str]:
+    names = set()
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        names.add(stmt.name)
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        for a in stmt.names:
+            names.add(a.asname or a.name.split(".")[0])
+    else:
+        for node in _walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """Parsing and walking build many objects and no cycles: the cyclic collector, which would
+    rescan the growing heap again and again, only makes a large notebook superlinear."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Analysis:
+    """The parsed learner code of one notebook, shared by its items. Every statement is walked
+    a fixed number of times: the whole analysis is linear in the size of the code."""
+
+    def __init__(self, learner_sources, official_sources, transform):
+        self.scope: dict[str, str | None] = {}
+        official_names: set[str] = set()
+        for source in official_sources:
+            for stmt in _parse(source, transform):
+                _bind_statement(stmt, self.scope)
+                official_names |= _defines(stmt)
+        self.statements: list[ast.stmt] = []
+        self.names: list[list[str]] = []       # per statement: the names it loads (any depth)
+        self.defined: dict[str, list[int]] = {}
+        self.defined_by_learner: set[str] = set()
+        self._dynamic_candidates: list[int] = []
+        pending = [stmt for source in learner_sources for stmt in _parse(source, transform)]
+        pending.reverse()
+        while pending:
+            stmt = pending.pop()
+            i = len(self.statements)
+            self.statements.append(stmt)
+            facts = _Facts(stmt)
+            for text in reversed(facts.magic):   # magics wrap code in strings: their code counts too
+                pending.extend(reversed(_parse(text)))
+            self.names.append(facts.loads + list(facts.stores))
+            facts.bind(self.scope)
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = {stmt.name}
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                names = {a.asname or a.name.split(".")[0] for a in stmt.names}
+            else:
+                names = facts.stores
+            self.defined_by_learner |= names
+            for name in names | facts.touches:
+                self.defined.setdefault(name, []).append(i)
+            if facts.dynamic and not names:
+                self._dynamic_candidates.append(i)
+        self.official_names = official_names
+
+    def closure(self, uses) -> list[ast.stmt]:
+        """The statements the objects named in `uses` depend on: their definitions and, transitively,
+        the definitions of the top-level names those refer to. A graded name that no statement
+        defines (bound by exec or globals()) depends on every statement that could bind it."""
+        wanted: list[int] = []
+        taken: set[int] = set()
+        seen: set[str] = set()
+        todo: list = list(uses)
+        if any(n not in self.defined_by_learner and n not in self.official_names for n in uses):
+            todo.append(None)
+        while todo:
+            name = todo.pop()
+            if name is None:
+                indices = self._dynamic_candidates
+            elif name in seen:
+                continue
+            else:
+                seen.add(name)
+                indices = self.defined.get(name, ())
+            for i in indices:
+                if i in taken:
+                    continue
+                taken.add(i)
+                wanted.append(i)
+                todo.extend(n for n in self.names[i] if n in self.defined and n not in seen)
+        return [self.statements[i] for i in sorted(wanted)]
+
+
+_CACHE: dict = {}
+
+
+def _analysis(learner_sources, official_sources, transform) -> _Analysis:
+    key = (tuple(learner_sources), tuple(official_sources), transform)
+    found = _CACHE.get(key)
+    if found is None:
+        with _no_gc():
+            found = _Analysis(learner_sources, official_sources, transform)
+        if len(_CACHE) >= 4:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = found
+    return found
 
 
 def static_findings(learner_sources: list[str], official_sources: list[str], uses, forbidden: list[str],
-                    transform) -> list[Finding]:
-    """Findings in the code that the objects named in `uses` depend on (see module docstring)."""
-    aliases: dict[str, str] = {}
-    statements: list[ast.stmt] = []
-    for source in official_sources:
-        try:
-            tree = ast.parse(transform(source))
-        except SyntaxError:
-            continue
-        scope = _Scope()
-        scope.visit(tree)
-        aliases.update(scope.aliases)
-    for source in learner_sources:
-        try:
-            tree = ast.parse(transform(source))
-        except SyntaxError:
-            continue
-        statements.extend(tree.body)
-        for stmt in tree.body:
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                scope = _Scope()
-                scope.visit(stmt)
-                aliases.update(scope.aliases)
-        for node in ast.walk(tree):   # magics wrap code in strings: parse those too
-            for kind, text in _magic_sources(node):
-                if kind == "src":
-                    try:
-                        statements.extend(ast.parse(text).body)
-                    except SyntaxError:
-                        pass
-    defined: dict[str, list[ast.stmt]] = {}
-    for stmt in statements:
-        for name in _defines(stmt):
-            defined.setdefault(name, []).append(stmt)
-    wanted, seen, todo = [], set(), list(uses)
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for stmt in defined.get(name, []):
-            if id(stmt) in {id(s) for s in wanted}:
-                continue
-            wanted.append(stmt)
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Name) and node.id in defined and node.id not in seen:
-                    todo.append(node.id)
-                if isinstance(node, ast.Global):
-                    todo.extend(n for n in node.names if n not in seen)
+                    transform=None) -> list[Finding]:
+    """Findings in the code that the objects named in `uses` depend on (see module docstring).
+    Linear in the size of the code; the parsed cells are shared by the items of one notebook."""
+    analysis = _analysis(learner_sources, official_sources, transform)
     # (module-level statements that define nothing, e.g. `builtins.f = course_lib...`, are left to
     # the dynamic trip-wires, so that a learner may compare with the course's version in a cell)
-    return scan(wanted, aliases, forbidden)
+    with _no_gc():
+        return _scan(analysis.closure(uses), collections.ChainMap({}, analysis.scope), forbidden)
+
+
+
+def transform(source: str) -> str:
+    """A cell's source as IPython runs it (magics become calls), so the AST sees what runs. Plain
+    Python is returned as it is (IPython would not change it; a large cell costs no transform)."""
+    try:
+        ast.parse(source)
+        return source
+    except SyntaxError:
+        pass
+    except _PARSE_ERRORS:   # too deeply nested to parse: no magic would change that
+        return source
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - a cell IPython cannot transform is checked as it is
+        return source
+
+
+def shortcut_feedback(exercise_id: str, learner_sources: list[str], official_sources: list[str], uses,
+                      declared=(), transform=transform) -> str | None:
+    """The one verdict on shortcuts, shared by `course grade` and the notebook's `check(...)`
+    (hence `course check`): None, or the feedback of an item that is not graded."""
+    findings = static_findings(learner_sources, official_sources, uses, forbidden_for(exercise_id, declared),
+                               transform)
+    if not findings:
+        return None
+    what = ", ".join(dict.fromkeys(f.what for f in findings))
+    escape = any(f.escape for f in findings)
+    return f"not graded: your code uses {what}; " + (
+        "graded code must call functions directly (no dynamic imports or lookups)"
+        if escape else "this exercise asks you to write it yourself")
+
+
+def latest_definitions(sources: list[str], transform=transform) -> list[str]:
+    """Cells as a kernel ran them, in order, reduced to what is still in force: a statement that
+    (re)defines names replaces earlier statements that defined only those names (a learner who
+    rewrote an answer is judged on the rewrite, as the grader judges the notebook's last text)."""
+    kept: list[tuple[ast.stmt, set[str], str]] = []
+    for source in sources:
+        try:
+            text = transform(source)
+            tree = ast.parse(text)
+        except _PARSE_ERRORS:   # (a cell that does not parse does not run either)
+            continue
+        for stmt in tree.body:
+            names = _defines(stmt)
+            if names:
+                kept = [(s, n, t) for s, n, t in kept if not (n and n <= names)]
+            kept.append((stmt, names, text))
+    return [_unparse(stmt, text) for stmt, _, text in kept]
+
+
+def _unparse(stmt, text: str) -> str:
+    try:
+        return ast.unparse(stmt)
+    except RecursionError:   # a deeply nested expression: its own text (ast.unparse recurses)
+        return ast.get_source_segment(text, stmt) or ""

@@ -11,6 +11,7 @@ import sys
 import nbformat
 
 from course_tools import ROOT
+from tests.exercise01 import ANSWER, FN, POINTS, UNMASKED, UNMASKED_ONLY, WRONG
 
 EX00 = ROOT / "exercises" / "00_welcome.ipynb"
 EX01 = ROOT / "exercises" / "01_scale_sqrt_dk.ipynb"
@@ -22,19 +23,17 @@ def _solution_answers(stem):
     return [solution[c.id] for c in exercise.cells if "answer" in c.metadata.get("tags", [])]
 
 
-SDPA = _solution_answers("01_scale_sqrt_dk.ipynb")[0]
+SDPA = ANSWER
 SOFTMAX = _solution_answers("00_welcome.ipynb")[0]
-UNMASKED_ONLY = SDPA.replace("    scores = q @ k", "    if mask is not None:\n        raise ValueError('todo')\n    scores = q @ k")
 HOSTILE = [   # safe to grade as anyone: they can only hurt their own score
     "from course_lib.attention import scaled_dot_product_attention\n",
-    "def scaled_dot_product_attention(q, k, v, mask=None):\n    while True:\n        pass\n",
+    f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n    while True:\n        pass\n",
     "import torch\nx = torch.ones(8 * 1024**3)\n",
 ]
 # Only root can defend against these (a uid of its own, a process limit, the submissions' folder
 # hidden): as an ordinary user they would really overwrite notebooks in /tmp and fork without bound.
 HOSTILE_AS_ROOT = [
-    "import glob\nfor f in glob.glob('/tmp/**/*.ipynb', recursive=True):\n    open(f, 'w').write('{}')\n"
-    "def scaled_dot_product_attention(q, k, v, mask=None):\n    raise ValueError\n",
+    "import glob\nfor f in glob.glob('/tmp/**/*.ipynb', recursive=True):\n    open(f, 'w').write('{}')\n" + WRONG,
     "import os\nwhile True:\n    os.fork()\n",
     # a classmate's solved notebook (s01 is "solved"): run its answer as one's own
     "import json\nexec(next(''.join(c['source']) for c in json.load(open({classmate!r}))['cells']\n"
@@ -71,9 +70,9 @@ def test_grade_class_on_36_mixed_submissions(tmp_path):
         if kind == "blank":
             _write(folder, student, EX01, None); expected[student] = ("01", 0)
         elif kind == "solved":
-            _write(folder, student, EX01, SDPA); expected[student] = ("01", 5)
+            _write(folder, student, EX01, SDPA); expected[student] = ("01", sum(POINTS.values()))
         elif kind == "partial":
-            _write(folder, student, EX01, UNMASKED_ONLY); expected[student] = ("01", 2)
+            _write(folder, student, EX01, UNMASKED_ONLY); expected[student] = ("01", POINTS[UNMASKED])
         elif kind == "hostile":
             _write(folder, student, EX01, hostile[(i // 6) % len(hostile)]); expected[student] = ("01", 0)
         elif kind == "solved00":
