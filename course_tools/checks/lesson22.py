@@ -1,64 +1,136 @@
-"""Graded checks for lesson 22: Transformer-XL's relative shift and memory update."""
+"""Graded checks for lesson 22: Transformer-XL's relative scores laid out another way, and the
+memories of every layer.
+
+The lesson's shift reads distances in descending order and leaves the future as garbage (it is
+masked later). The exercise takes the layout of T5/DeBERTa-style tables - column c = distance c,
+ascending, with only R distances available (larger ones clamped to R - 1, like Transformer-XL's
+clamp_len) - and asks for the (query, key) scores with the future set to 0, and the memory update of
+a whole stack of layers, first segment (no memory yet) and an evaluation-time mem_len included."""
 import torch
 
-from course_lib.transformer_xl import memory_mask, rel_shift, update_memory
 from ..grading import CheckFailed, exercise, expect_close, expect_shape, expect_tensor
 
 
-def _shift_case(rng):
-    """Scores (*lead, Q, K) with K >= Q: random leading dims, sometimes no memory (K == Q)."""
-    n_lead = int(torch.randint(0, 3, (1,), generator=rng))
-    lead = tuple(int(s) for s in torch.randint(1, 4, (n_lead,), generator=rng))
-    Q = int(torch.randint(1, 9, (1,), generator=rng))
-    M = int(torch.randint(0, 11, (1,), generator=rng))
-    return torch.randn(*lead, Q, Q + M, generator=rng)
+def reference_scores(x, memory_length):
+    """Loops: y[..., i, j] = x[..., i, min(M + i - j, R - 1)] for j <= M + i, else 0."""
+    *lead, Q, R = x.shape
+    K = memory_length + Q
+    flat = x.reshape(-1, Q, R)
+    out = torch.zeros(flat.shape[0], Q, K, dtype=x.dtype)
+    for i in range(Q):
+        for j in range(K):
+            d = memory_length + i - j
+            if d >= 0:
+                out[:, i, j] = flat[:, i, min(d, R - 1)]
+    return out.reshape(*lead, Q, K)
 
 
-@exercise("22.rel-shift", points=3, uses="rel_shift")
-def check_rel_shift(fn, rng):
-    """y[..., i, j] = x[..., i, j + Q - 1 - i] wherever key j is visible to query i (j <= i + K - Q)."""
-    shapes = [(4, 4), (1, 1), (2, 3, 5, 9)]
-    for case in range(8):
-        x = torch.randn(*shapes[case], generator=rng) if case < len(shapes) else _shift_case(rng)
-        Q, K = x.shape[-2], x.shape[-1]
-        name = f"case {case}: x of shape {tuple(x.shape)} (Q={Q} queries, K={K} keys, memory {K - Q})"
-        got = expect_tensor(name, fn(x.clone()), "rel_shift(x)")
-        expect_shape(name, got, x.shape, "rel_shift(x)")
-        visible = memory_mask(Q, K - Q)                    # only these entries are ever used
-        expected = rel_shift(x)
-        got_visible = got.detach().to(x.dtype).masked_fill(~visible, 0)
-        want_visible = expected.masked_fill(~visible, 0)
-        if not torch.allclose(got_visible, want_visible, atol=1e-6) and Q > 1:
-            if torch.allclose(got_visible, x.masked_fill(~visible, 0), atol=1e-6):
-                raise CheckFailed(f"[{name}] you returned x unshifted: row i must move left by "
-                                  f"Q - 1 - i columns so that column j holds distance (i + K - Q) - j")
-            wrong = ((got_visible - want_visible).abs() > 1e-6).reshape(-1, Q, K).any(0)
-            i, j = (int(v) for v in torch.nonzero(wrong)[0])
-            raise CheckFailed(f"[{name}] query i={i}, key j={j} should hold x[..., {i}, {j + Q - 1 - i}] "
-                              f"(distance {i + K - Q - j}); row i moves left by Q - 1 - i = {Q - 1 - i} "
-                              f"columns")
-        expect_close(name, got_visible, want_visible, atol=1e-6,
-                     name="rel_shift(x) on the visible entries (j <= i + K - Q)")
+def _descending(x, memory_length):
+    """The lesson's layout read by mistake: column c = distance R - 1 - c."""
+    return reference_scores(x.flip(-1), memory_length)
 
 
-@exercise("22.memory-update", points=2, uses="update_memory")
+def _no_memory_offset(x, memory_length):
+    *lead, Q, R = x.shape
+    K = memory_length + Q
+    out = torch.zeros(*lead, Q, K, dtype=x.dtype)
+    for i in range(Q):
+        for j in range(K):
+            d = i - j
+            if d >= 0:
+                out[..., i, j] = x[..., i, min(d, R - 1)]
+    return out
+
+
+@exercise("22.relative-scores", points=3, uses="relative_scores",
+          forbids=("course_lib.transformer_xl:rel_shift", "course_lib.transformer_xl:rel_shift_by_index"))
+def check_relative_scores(fn, rng):
+    """Every entry: the clamped distance's score where the key is visible, 0 in the future; any
+    leading dimensions; no memory, one query, fewer distances than keys."""
+    fixed = [((3,), 2, 6), ((1,), 0, 1), ((2, 3), 4, 3), ((5,), 0, 5), ((2,), 3, 9)]   # (lead+Q, M, R)
+    for case in range(10):
+        if case < len(fixed):
+            shape, M, R = fixed[case]
+            lead, Q = shape[:-1], shape[-1]
+        else:
+            n_lead = int(torch.randint(0, 3, (1,), generator=rng))
+            lead = tuple(int(s) for s in torch.randint(1, 4, (n_lead,), generator=rng))
+            Q = int(torch.randint(1, 8, (1,), generator=rng))
+            M = int(torch.randint(0, 9, (1,), generator=rng))
+            R = int(torch.randint(1, M + Q + 3, (1,), generator=rng))
+        dtype = torch.float64 if case == 6 else torch.float32
+        x = torch.randn(*lead, Q, R, generator=rng, dtype=torch.float64).to(dtype)
+        name = f"case {case}: x {tuple(x.shape)} (Q={Q}, R={R} distances), memory_length={M}, so K={M + Q}"
+        got = expect_tensor(name, fn(x.clone(), M), "relative_scores(x, memory_length)")
+        expected = reference_scores(x, M)
+        expect_shape(name, got, expected.shape, "relative_scores(x, memory_length)")
+        got = got.detach().to(dtype)
+        if torch.allclose(got, expected, atol=1e-6):
+            continue
+        future = torch.ones(Q, M + Q, dtype=torch.bool).triu(M + 1)
+        if torch.allclose(got.masked_fill(future, 0), expected, atol=1e-6):
+            raise CheckFailed(f"[{name}] the visible entries are right but the future (key j > M + i) "
+                              f"is not 0")
+        for wrong, message in ((_descending(x, M), "you read the columns in descending order (the lesson's "
+                                "layout); here column c holds distance c"),
+                               (_no_memory_offset(x, M), "the distance of query i to key j is M + i - j: "
+                                "query i sits at key position M + i, after the memory")):
+            if torch.allclose(got, wrong, atol=1e-6):
+                raise CheckFailed(f"[{name}] {message}")
+        bad = ((got - expected).abs() > 1e-6).reshape(-1, Q, M + Q).any(0)
+        i, j = (int(v) for v in torch.nonzero(bad)[0])
+        d = M + i - j
+        want = "0 (the future)" if d < 0 else (f"x[..., {i}, {min(d, R - 1)}] (distance {d}"
+                                               + (f", clamped to R - 1 = {R - 1})" if d > R - 1 else ")"))
+        raise CheckFailed(f"[{name}] query {i}, key {j} should hold {want}; got "
+                          f"{got.reshape(-1, Q, M + Q)[0, i, j].item():.4g}, expected "
+                          f"{expected.reshape(-1, Q, M + Q)[0, i, j].item():.4g} (first batch entry)")
+
+
+def _reference_memories(memories, layer_inputs, mem_len):
+    out = []
+    for l, h in enumerate(layer_inputs):
+        both = h if memories is None else torch.cat([memories[l], h], dim=1)
+        out.append(both[:, both.shape[1] - min(mem_len, both.shape[1]):].detach())
+    return out
+
+
+@exercise("22.memory-update", points=2, uses="update_memories")
 def check_memory_update(fn, rng):
-    """The last mem_len positions of [memory; hidden]; mem_len = 0 gives an empty memory."""
-    fixed = [(0, 5, 4), (6, 5, 0), (3, 2, 20), (7, 4, 7)]   # (M, T, mem_len)
-    for case in range(8):
+    """Per layer, the last mem_len positions of [memory; input], detached; None = first segment;
+    mem_len may differ from the memory's length (evaluation); mem_len = 0 gives empty memories."""
+    fixed = [(None, 5, 3), (4, 5, 0), (3, 2, 20), (6, 4, 6), (None, 3, 0), (2, 3, 8)]   # (M, T, mem_len)
+    for case in range(9):
         if case < len(fixed):
             M, T, mem_len = fixed[case]
         else:
-            M, T, mem_len = (int(v) for v in (torch.randint(0, 12, (1,), generator=rng),
-                                              torch.randint(1, 9, (1,), generator=rng),
-                                              torch.randint(0, 20, (1,), generator=rng)))
-        B, d = int(torch.randint(1, 4, (1,), generator=rng)), int(torch.randint(2, 9, (1,), generator=rng))
-        memory, hidden = torch.randn(B, M, d, generator=rng), torch.randn(B, T, d, generator=rng)
-        name = f"case {case}: memory {(B, M, d)}, hidden {(B, T, d)}, mem_len={mem_len}"
-        got = expect_tensor(name, fn(memory.clone(), hidden.clone(), mem_len), "update_memory(...)")
-        expected = update_memory(memory, hidden, mem_len)
-        if mem_len == 0 and tuple(got.shape) != tuple(expected.shape):
-            raise CheckFailed(f"[{name}] mem_len=0 must give an empty memory of shape "
-                              f"{tuple(expected.shape)}, got {tuple(got.shape)} - careful: "
-                              f"x[:, -0:] is the whole of x, not nothing")
-        expect_close(name, got, expected, atol=0, rtol=0, name="update_memory(...)")
+            M = int(torch.randint(0, 10, (1,), generator=rng))
+            T = int(torch.randint(1, 8, (1,), generator=rng))
+            mem_len = int(torch.randint(0, 16, (1,), generator=rng))
+        L = int(torch.randint(1, 4, (1,), generator=rng))
+        B, d = int(torch.randint(1, 3, (1,), generator=rng)), int(torch.randint(2, 6, (1,), generator=rng))
+        memories = None if M is None else [torch.randn(B, M, d, generator=rng) for _ in range(L)]
+        # the layer inputs come out of the model: they require grad
+        inputs = [torch.randn(B, T, d, generator=rng).requires_grad_(True) for _ in range(L)]
+        name = (f"case {case}: {L} layers, memories {'None' if M is None else (B, M, d)}, "
+                f"layer_inputs {(B, T, d)}, mem_len={mem_len}")
+        got = fn(None if memories is None else [m.clone() for m in memories], [h for h in inputs], mem_len)
+        if not isinstance(got, (list, tuple)) or len(got) != L:
+            raise CheckFailed(f"[{name}] return a list with one memory per layer ({L}), got "
+                              f"{type(got).__name__}{f' of length {len(got)}' if hasattr(got, '__len__') else ''}")
+        expected = _reference_memories(memories, inputs, mem_len)
+        for l, (g, e) in enumerate(zip(got, expected)):
+            g = expect_tensor(name, g, f"the memory of layer {l}")
+            if mem_len == 0 and tuple(g.shape) != tuple(e.shape):
+                raise CheckFailed(f"[{name}] mem_len=0 must give an empty memory of shape {tuple(e.shape)}, "
+                                  f"got {tuple(g.shape)} - careful: x[:, -0:] is the whole of x")
+            if tuple(g.shape) == tuple(e.shape) and e.numel():
+                both = inputs[l].detach() if memories is None else torch.cat([memories[l], inputs[l].detach()], 1)
+                if torch.equal(g.detach(), both[:, :e.shape[1]]) and not torch.equal(g.detach(), e):
+                    raise CheckFailed(f"[{name}] layer {l}: you kept the first mem_len positions; keep the "
+                                      f"last ones (the most recent states)")
+            expect_close(name, g.detach(), e, atol=0, rtol=0, name=f"the memory of layer {l}")
+            if g.requires_grad:
+                raise CheckFailed(f"[{name}] the memory of layer {l} is still connected to the graph "
+                                  f"(requires_grad): .detach() it, or the next segment's loss back-"
+                                  f"propagates into this segment and keeps its graph alive")

@@ -1,121 +1,154 @@
-"""Graded checks for lesson 24: knowledge distillation (soft targets, temperature, the T² factor)."""
-import torch
-import torch.nn.functional as F
+"""Graded checks for lesson 24: distillation where the lesson did not go - DistilBERT's token-level
+soft-target loss over the real tokens of a padded batch, and its cosine loss on hidden states,
+both with a teacher whose outputs still carry a graph (it must get no gradient).
 
-from course_lib.distillation import distillation_loss as reference_distillation
-from course_lib.distillation import soft_target_loss as reference_soft
+The references are written here (float64), independently of course_lib."""
+import torch
+
 from ..grading import CheckFailed, exercise, expect, expect_close, expect_tensor
 
-TEMPERATURES = (0.5, 1.0, 2.0, 3.0, 4.0, 8.0)
+FORBIDS = ("course_lib.distillation:soft_target_loss", "course_lib.distillation:distillation_loss",
+           "torch.nn:CosineEmbeddingLoss", "torch.nn.functional:cosine_embedding_loss")
 
 
-def _case(rng, case):
-    """Random student and teacher logits (B, C) of different scales, a temperature, labels."""
-    B = int(torch.randint(2, 9, (1,), generator=rng))
-    C = int(torch.randint(3, 12, (1,), generator=rng))
-    scale = float(torch.rand(1, generator=rng)) * 4 + 1
-    student = scale * torch.randn(B, C, generator=rng)
-    teacher = scale * torch.randn(B, C, generator=rng)
-    T = TEMPERATURES[case % len(TEMPERATURES)]
-    labels = torch.randint(0, C, (B,), generator=rng)
-    return student, teacher, T, labels
+def reference_token(student, teacher, mask, T):
+    real = mask.bool()
+    if not real.any():
+        return torch.zeros((), dtype=torch.float64)
+    s = (student.double() / T).log_softmax(-1)[real]
+    t = (teacher.double() / T).log_softmax(-1)[real]
+    return T ** 2 * (t.exp() * (t - s)).sum(-1).mean()
+
+
+def reference_cosine(student, teacher, mask):
+    real = mask.bool()
+    if not real.any():
+        return torch.zeros((), dtype=torch.float64)
+    s, t = student.double()[real], teacher.double()[real]
+    cos = (s * t).sum(-1) / (s.norm(dim=-1) * t.norm(dim=-1)).clamp(min=1e-8)
+    return (1 - cos).mean()
 
 
 def _scalar(case, got, name):
     got = expect_tensor(case, got, name)
     if got.dim() != 0:
-        raise CheckFailed(f"[{case}] {name} should be a single number, a 0-d tensor, got shape "
-                          f"{tuple(got.shape)} (sum over classes, then average over the rows)")
+        raise CheckFailed(f"[{case}] {name} should be a 0-d tensor, got shape {tuple(got.shape)}")
     return got
 
 
-def _diagnose_soft(name, value, student, teacher, T):
-    """Name the usual mistakes when the soft loss is off."""
-    B, C = student.shape
-    expected = reference_soft(student, teacher, T)
-    p_t = torch.softmax(teacher / T, -1)
-    entropy = -(p_t * torch.log_softmax(teacher / T, -1)).sum(-1).mean()
-    near = lambda x: torch.allclose(value, x.to(value.dtype), atol=1e-4, rtol=1e-4)  # noqa: E731
-    if torch.allclose(expected, torch.zeros(()), atol=1e-4):
-        return
-    if T != 1 and near(expected / T ** 2):
-        raise CheckFailed(f"[{name}] your loss is the reference divided by T² = {T ** 2:g}: multiply "
-                          f"by T² so the soft term's gradient keeps its size when T changes")
-    if near(expected / C):
-        raise CheckFailed(f"[{name}] your loss is the reference divided by C = {C}: F.kl_div's "
-                          f"reduction='mean' averages over classes too; use reduction='batchmean'")
-    if near(expected + T ** 2 * entropy):
-        raise CheckFailed(f"[{name}] you computed the cross-entropy H(p_t, p_s), which is the KL "
-                          f"divergence plus the teacher's entropy ({(T ** 2 * entropy).item():.4f} "
-                          f"after T²); the task asks for the KL divergence (0 when they match)")
-    if near(reference_soft(teacher, student, T)):
-        raise CheckFailed(f"[{name}] you computed KL(p_s || p_t); the teacher's distribution is "
-                          f"the target: KL(p_t || p_s) = sum p_t (log p_t - log p_s)")
-    for who, s, t in (("teacher", student / T, teacher), ("student", student, teacher / T)):
-        if near(T ** 2 * F.kl_div(F.log_softmax(s, -1), F.log_softmax(t, -1), reduction="batchmean",
-                                  log_target=True)):
-            raise CheckFailed(f"[{name}] the {who}'s logits were not divided by T = {T:g}: soften "
-                              f"both distributions with the same temperature")
+def _mask(rng, B, T, layout):
+    lengths = torch.randint(1, T + 1, (B,), generator=rng)
+    lengths[0] = T
+    mask = (torch.arange(T)[None] < lengths[:, None]).long()
+    if layout == "left":
+        mask = mask.flip(1)
+    if layout == "empty-row" and B > 1:
+        mask[-1] = 0
+    return mask
 
 
-@exercise("24.soft-target-loss", points=3, uses="soft_target_loss")
-def check_soft_target_loss(soft_target_loss, rng):
-    """T² · KL(softmax(t/T) || softmax(s/T)) averaged over rows; value and gradient."""
-    for case in range(8):
-        student, teacher, T, _ = _case(rng, case)
-        name = f"case {case}: logits {tuple(student.shape)}, temperature {T:g}"
-        leaf = student.clone().requires_grad_(True)
-        got = _scalar(name, soft_target_loss(leaf, teacher.clone(), T), "soft_target_loss")
-        value = got.detach().to(torch.float32)
-        expected = reference_soft(student, teacher, T)
-        if not torch.allclose(value, expected, atol=1e-4, rtol=1e-4):
-            _diagnose_soft(name, value, student, teacher, T)
-        expect_close(name, value, expected, atol=1e-4, rtol=1e-4, name="soft_target_loss")
-        if not got.requires_grad:
-            raise CheckFailed(f"[{name}] the loss does not depend on the student's logits through "
-                              f"autograd (no grad_fn); compute it with torch operations")
-        got.backward()
-        expect(leaf.grad is not None, f"[{name}] no gradient reached the student's logits")
-        B = student.shape[0]
-        grad = T * (torch.softmax(student / T, -1) - torch.softmax(teacher / T, -1)) / B
-        expect_close(name, leaf.grad, grad, atol=1e-5, rtol=1e-4,
-                     name="gradient w.r.t. the student's logits (T · (p_s - p_t) / B)")
-    same = 3 * torch.randn(4, 5, generator=rng)
-    got = _scalar("student = teacher", soft_target_loss(same.clone(), same.clone(), 2.0),
-                  "soft_target_loss")
-    expect(abs(got.item()) < 1e-5, f"[student = teacher] the loss should be 0 when the student "
-           f"matches the teacher, got {got.item():.5f}")
+def _teacher_gradient(case, leaf):
+    if leaf.grad is not None and leaf.grad.abs().max() > 0:
+        raise CheckFailed(f"[{case}] the teacher received a gradient (max {leaf.grad.abs().max().item():.2e}): "
+                          f"detach the teacher's outputs - the teacher is a fixed target, and in a shared "
+                          f"or still-training teacher this loss would otherwise pull it towards the student")
 
 
-@exercise("24.distillation-loss", points=2, uses="distillation_loss")
-def check_distillation_loss(distillation_loss, rng):
-    """alpha · soft (with T²) + (1 - alpha) · cross-entropy with the hard labels at T = 1."""
-    for case in range(6):
-        student, teacher, T, labels = _case(rng, case + 1)
-        alpha = (0.0, 1.0, 0.9, 0.5, 0.25, 0.7)[case]
-        name = f"case {case}: logits {tuple(student.shape)}, temperature {T:g}, alpha {alpha:g}"
-        leaf = student.clone().requires_grad_(True)
-        got = _scalar(name, distillation_loss(leaf, teacher.clone(), labels.clone(), T, alpha),
-                      "distillation_loss")
-        value = got.detach().to(torch.float32)
-        expected = reference_distillation(student, teacher, labels, T, alpha)
-        soft, hard = reference_soft(student, teacher, T), F.cross_entropy(student, labels)
-        near = lambda x: torch.allclose(value, x, atol=1e-4, rtol=1e-4)  # noqa: E731
+def _padding_gradient(case, leaf, mask):
+    leak = leaf.grad[mask == 0].abs() if leaf.grad is not None else torch.zeros(0)
+    if leak.numel() and leak.max() > 0:
+        raise CheckFailed(f"[{case}] padded positions of the student received a gradient (max "
+                          f"{leak.max().item():.2e}): they must not count")
+
+
+@exercise("24.token-distillation", points=3, uses="token_distillation_loss", forbids=FORBIDS)
+def check_token_distillation(fn, rng):
+    """T^2 * KL(p_t || p_s) per real token, averaged over the real tokens of the batch; teacher
+    detached; padding neither counted nor given gradient; large logits; no real token -> 0."""
+    specs = [(0.5, "right"), (2.0, "left"), (1.0, "right"), (4.0, "empty-row"), (3.0, "right"),
+             (8.0, "left"), (2.0, "large")]
+    for case, (T, layout) in enumerate(specs):
+        B = int(torch.randint(2, 5, (1,), generator=rng))
+        L = int(torch.randint(2, 9, (1,), generator=rng))
+        V = int(torch.randint(3, 40, (1,), generator=rng))
+        mask = _mask(rng, B, L, "right" if layout == "large" else layout)
+        rows = torch.rand(B, 1, generator=rng) * 3 + 0.5          # rows of different sharpness
+        student = rows[..., None] * torch.randn(B, L, V, generator=rng)
+        teacher = rows[..., None] * torch.randn(B, L, V, generator=rng)
+        if layout == "large":
+            student, teacher = student * 300, teacher * 300
+        student[mask == 0] = 50 * torch.randn(int((mask == 0).sum()), V, generator=rng)
+        name = (f"case {case}: logits {(B, L, V)}, temperature {T:g}, tokens per row "
+                f"{mask.sum(1).tolist()}{' (left padding)' if layout == 'left' else ''}"
+                f"{' (logits ~ +-1000)' if layout == 'large' else ''}")
+        s_leaf = student.clone().requires_grad_(True)
+        t_leaf = teacher.clone().requires_grad_(True)             # a teacher whose outputs carry a graph
+        got = _scalar(name, fn(s_leaf, t_leaf, mask.clone(), T), "token_distillation_loss")
+        value = got.detach().double()
+        expected = reference_token(student, teacher, mask, T)
+        if not torch.isfinite(value):
+            raise CheckFailed(f"[{name}] the loss is {value.item()}, expected {expected.item():.5f}: a row "
+                              f"of padding only, or exp() of large logits (use log_softmax)?")
+        near = lambda x: abs(value.item() - float(x)) <= 1e-4 * max(1.0, abs(float(x)))  # noqa: E731
         if not near(expected):
-            if alpha not in (0.5,) and near((1 - alpha) * soft + alpha * hard):
-                raise CheckFailed(f"[{name}] alpha weights the soft (teacher) term, 1 - alpha the "
-                                  f"hard labels; you swapped them")
-            if T != 1 and near(alpha * soft + (1 - alpha) * F.cross_entropy(student / T, labels)):
-                raise CheckFailed(f"[{name}] the hard-label cross-entropy is taken at T = 1 (the "
-                                  f"student's plain logits), not at temperature T")
-            if T != 1 and near(alpha * soft / T ** 2 + (1 - alpha) * hard):
-                raise CheckFailed(f"[{name}] the soft term lacks the T² factor")
-        expect_close(name, value, expected, atol=1e-4, rtol=1e-4, name="distillation_loss")
-        expect(got.requires_grad, f"[{name}] the loss has no gradient: training calls backward() "
-               f"on it, so do not detach it or convert it to a number")
+            full = torch.ones_like(mask)
+            hints = [(reference_token(student, teacher, full, T), "padded positions were counted: average over "
+                      "the real tokens only (attention_mask == 1)"),
+                     (expected / T ** 2, f"the loss lacks the T² = {T ** 2:g} factor"),
+                     (reference_token(teacher, student, mask, T), "you computed KL(p_s || p_t); the teacher's "
+                      "distribution is the target"),
+                     (expected / V, f"you also averaged over the V = {V} classes (reduction='mean'): sum over "
+                      f"classes, average over tokens")]
+            real = mask.bool()
+            per_row = torch.stack([reference_token(student[b:b + 1], teacher[b:b + 1], mask[b:b + 1], T)
+                                   for b in range(B) if real[b].any()]).mean()
+            hints.append((per_row, "you averaged per sequence, then over sequences: average over all real "
+                          "tokens of the batch"))
+            for other, message in hints:
+                if T != 1 or "T²" not in message:
+                    if near(other):
+                        raise CheckFailed(f"[{name}] got {value.item():.5f}, expected {expected.item():.5f}: {message}")
+        expect_close(name, value, expected, atol=1e-4, rtol=1e-4, name="token_distillation_loss")
+        expect(got.requires_grad, f"[{name}] the loss is not connected to the student's logits")
         got.backward()
-        leaf_ref = student.clone().requires_grad_(True)
-        reference_distillation(leaf_ref, teacher, labels, T, alpha).backward()
-        expect(leaf.grad is not None, f"[{name}] no gradient reached the student's logits")
-        expect_close(name, leaf.grad, leaf_ref.grad, atol=1e-5, rtol=1e-4,
-                     name="gradient w.r.t. the student's logits")
+        expect(s_leaf.grad is not None, f"[{name}] no gradient reached the student's logits")
+        _teacher_gradient(name, t_leaf)
+        _padding_gradient(name, s_leaf, mask)
+
+
+@exercise("24.cosine-loss", points=2, uses="cosine_alignment_loss", forbids=FORBIDS)
+def check_cosine_loss(fn, rng):
+    """mean over real tokens of 1 - cos(student, teacher); teacher detached; zero vectors safe."""
+    for case, layout in enumerate(("right", "left", "empty-row", "zero-vector", "right", "left")):
+        B = int(torch.randint(2, 5, (1,), generator=rng))
+        L = int(torch.randint(2, 9, (1,), generator=rng))
+        H = int(torch.randint(2, 33, (1,), generator=rng))
+        mask = _mask(rng, B, L, "right" if layout == "zero-vector" else layout)
+        student = torch.randn(B, L, H, generator=rng) * (torch.rand(B, L, 1, generator=rng) * 5 + 0.1)
+        teacher = student * 0.5 + torch.randn(B, L, H, generator=rng)
+        student[mask == 0] = -teacher[mask == 0] * 7               # padding: maximally misaligned
+        if layout == "zero-vector":
+            student[0, 0] = 0.0                                    # a dead unit's output
+        name = (f"case {case}: hidden states {(B, L, H)}, tokens per row {mask.sum(1).tolist()}"
+                f"{' (left padding)' if layout == 'left' else ''}{' (a zero vector)' if layout == 'zero-vector' else ''}")
+        s_leaf = student.clone().requires_grad_(True)
+        t_leaf = teacher.clone().requires_grad_(True)
+        got = _scalar(name, fn(s_leaf, t_leaf, mask.clone()), "cosine_alignment_loss")
+        value = got.detach().double()
+        expected = reference_cosine(student, teacher, mask)
+        if not torch.isfinite(value):
+            raise CheckFailed(f"[{name}] the loss is {value.item()}, expected {expected.item():.5f}: a zero "
+                              f"vector (divide by max(|s| |t|, 1e-8)) or a row of padding only?")
+        near = lambda x: abs(value.item() - float(x)) <= 1e-5 * max(1.0, abs(float(x)))  # noqa: E731
+        if not near(expected):
+            if near(reference_cosine(student, teacher, torch.ones_like(mask))):
+                raise CheckFailed(f"[{name}] got {value.item():.5f}, expected {expected.item():.5f}: padded "
+                                  f"positions were counted; average over the real tokens only")
+            if near(1 - expected):
+                raise CheckFailed(f"[{name}] got {value.item():.5f}, the mean cosine; the loss is 1 - cos "
+                                  f"(0 when aligned), expected {expected.item():.5f}")
+        expect_close(name, value, expected, atol=1e-5, rtol=1e-5, name="cosine_alignment_loss")
+        expect(got.requires_grad, f"[{name}] the loss is not connected to the student's hidden states")
+        got.backward()
+        _teacher_gradient(name, t_leaf)
+        _padding_gradient(name, s_leaf, mask)
