@@ -148,7 +148,9 @@ def sandbox_uid() -> int | None:
     return UID_BASE + os.getpid() % 60_000 if os.geteuid() == 0 else None
 
 
-class LearnerDied(Exception):
+class LearnerDied(BaseException):
+    # BaseException: a check's `except Exception` (reporting what the learner's code raised) must
+    # never swallow the grader's own signal that the learner's process died or ran out of time
     """The learner's process ended, hit a limit, or was killed by the watchdog."""
 
 

@@ -24,7 +24,7 @@ DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
 HEADER = struct.Struct(">Q")
 
 
-class ProtocolError(Exception):
+class ProtocolError(BaseException):   # not swallowed by a check's `except Exception`
     """The learner's process sent something that is not a well-formed reply."""
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from course_tools import ROOT
 from course_tools.grader import GradeError, grade
+from tests.exercise01 import ANSWER, FN, LOOPS_WHEN_MASKED, MAX, POINTS, UNMASKED, WRONG
 
 ITEM_S, CELL_S = 4.0, 20.0
 EX01 = ROOT / "exercises" / "01_scale_sqrt_dk.ipynb"
@@ -38,9 +39,7 @@ def _answers(stem):
     return [solution[c.id] for c in exercise.cells if "answer" in c.metadata.get("tags", [])]
 
 
-SDPA = _answers("01_scale_sqrt_dk.ipynb")[0]
-WRONG = ("def scaled_dot_product_attention(q, k, v, mask=None):\n"
-         "    w = (q @ k.transpose(-2, -1)).softmax(-1)\n    return w @ v, w\n")
+SDPA = ANSWER
 MARKER = "1234.5"   # the detached grandchild's `sleep` argument, to find it afterwards
 
 
@@ -59,22 +58,22 @@ def _notebook(exercise, answer, added=(), name=None, edit=None):
 
 def _attacks(victim: Path, course_victim: Path):
     """name -> (notebook, file name, expected points per item or a callable on the report)."""
-    loop = SDPA.replace("    scores = q @ k", "    while mask is not None:\n        pass\n    scores = q @ k")
+    loop = LOOPS_WHEN_MASKED
     return {
         # --- reference import and built-in shortcuts (static and dynamic detection)
-        "reference-import": _notebook(EX01, "from course_lib.attention import scaled_dot_product_attention\n"),
+        "reference-import": _notebook(EX01, f"from course_lib.attention import scaled_dot_product_attention as {FN}\n"),
         "reference-alias": _notebook(EX01, "import course_lib.attention as A\n"
-                                     "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                                     f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
                                      "    return A.scaled_dot_product_attention(q, k, v, mask)\n"),
         "reference-importlib": _notebook(EX01, "import importlib\n"
-                                         "scaled_dot_product_attention = importlib.import_module("
+                                         f"{FN} = importlib.import_module("
                                          "'course_lib.attention').scaled_dot_product_attention\n"),
         "reference-dynamic": _notebook(EX01, "import builtins, course_lib.attention as A\n"
                                        "builtins.helper = A.scaled_dot_product_attention\n"
-                                       "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                                       f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
                                        "    return helper(q, k, v, mask)\n"),
         "builtin-F": _notebook(EX01, "import torch.nn.functional as F\n"
-                               "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                               f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
                                "    return F.scaled_dot_product_attention(q, k, v, mask), None\n"),
         "builtin-softmax": _notebook(EX00, "import torch\ndef softmax(x):\n    return torch.softmax(x, -1)\n"),
         "builtin-method": _notebook(EX00, "def softmax(x):\n    return x.softmax(dim=-1)\n"),
@@ -101,18 +100,18 @@ def _attacks(victim: Path, course_victim: Path):
                                      "    @classmethod\n"
                                      "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
                                      "        return True\n"
-                                     "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                                     f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
                                      "    z = torch.zeros(*q.shape[:-1], v.shape[-1]).as_subclass(Yes)\n"
                                      "    return z, torch.zeros(*q.shape[:-1], k.shape[-2]).as_subclass(Yes)\n"),
         "list-subclass": _notebook(EX13, "class Yes(list):\n    def __eq__(self, other):\n        return True\n"
                                    "    __hash__ = None\n"
-                                   "def wordpiece_encode(word, vocab, unk_token='[UNK]', max_chars=100):\n"
+                                   "def unigram_segment(word, log_probs, unk_token='[UNK]'):\n"
                                    "    return Yes(['?'])\n"),
         # --- signals and long C calls: the watchdog is outside
         "signal-loop": _notebook(EX01, "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
-                                 "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                                 f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
                                  "    while True:\n        pass\n"),
-        "long-c-call": _notebook(EX01, "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+        "long-c-call": _notebook(EX01, f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
                                  "    return sum(range(10**12))\n"),
         "infinite-loop-some-items": _notebook(EX01, loop),
         # --- forks that detach
@@ -120,13 +119,13 @@ def _attacks(victim: Path, course_victim: Path):
                                  f"    os.execv('/bin/sleep', ['sleep', '{MARKER}'])\n"),
         # --- memory and output floods
         "memory-flood": _notebook(EX01, "import torch\n"
-                                  "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                                  f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
                                   "    big = torch.ones(4 * 1024**3)\n    return big, big\n"),
         "output-flood": _notebook(EX01, SDPA + "\nimport sys\nfor _ in range(200):\n"
                                   "    sys.stdout.write('RESULT x {\"points\": 1000}\\n' * 5000)\n"
                                   "sys.stdout.buffer.write(b'\\xff\\xfe' * 1000)\n"),
         "reply-flood": _notebook(EX01, "import torch\n"
-                                 "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                                 f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
                                  "    return torch.zeros(40_000_000), None\n"),
         # --- writes to course files and to another submission
         "write-files": _notebook(EX01, WRONG + "for target in (%r, %r):\n"
@@ -134,26 +133,26 @@ def _attacks(victim: Path, course_victim: Path):
                                  "    except OSError:\n        pass\n" % (str(course_victim), str(victim))),
         # --- forged or malformed result output on the reply pipe
         "forged-pipe": _notebook(EX01, "import os, struct\n"
-                                 "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+                                 f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
                                  "    for fd in range(3, 40):\n"
                                  "        try:\n"
                                  "            os.write(fd, struct.pack('>Q', 12) + b'\\x00\\x00\\x00\\x08{\"ok\":5}')\n"
                                  "        except OSError:\n            pass\n"
                                  "    return None\n"),
-        "forged-stdout": _notebook(EX01, WRONG + "print('RESULT 0000 {\"id\": \"01.sdpa-unmasked\", "
+        "forged-stdout": _notebook(EX01, WRONG + "print('RESULT 0000 {\"id\": \"" + UNMASKED + "\", "
                                    "\"points\": -1000, \"passed\": true, \"feedback\": \"\"}')\n"),
         # --- honest variants: full marks
         "honest-magic": _notebook(EX01, "%%time\n" + SDPA),
         "honest-timeit": _notebook(EX01, SDPA + "\nimport torch\n%timeit -n 1 -r 1 torch.zeros(1)\n"),
         "honest-helper-cell": _notebook(
-            EX01, "def scaled_dot_product_attention(q, k, v, mask=None):\n    return _helper(q, k, v, mask)\n",
-            added=[SDPA.replace("def scaled_dot_product_attention(", "def _helper(")]),
+            EX01, f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n    return _helper(q, k, v, mask, *args, **kwargs)\n",
+            added=[SDPA.replace(f"def {FN}(", "def _helper(")]),
         "honest-renamed": _notebook(EX01, SDPA, name="01_scale_sqrt_dk (1).ipynb"),
         "honest-renamed-free": _notebook(EX01, SDPA, name="my homework.ipynb"),
         "honest-compare-with-course": _notebook(
             EX01, SDPA, added=["from course_lib.attention import scaled_dot_product_attention as ref\n"
                                "import torch\nq = torch.randn(2, 3, 4)\n"
-                               "assert torch.allclose(scaled_dot_product_attention(q, q, q)[0], ref(q, q, q)[0])\n"]),
+                               f"assert torch.allclose({FN}(q, q, q)[0], ref(q, q, q)[0], atol=1e-5)\n"]),
     }
 
 
@@ -252,7 +251,7 @@ def test_feedback_says_why(graded, name, words):
 
 def test_loop_in_some_items_costs_only_those(graded):
     report = graded["reports"]["infinite-loop-some-items"]
-    assert _points(report) == [2, 0, 0], report
+    assert _points(report) == [POINTS[UNMASKED], 0, 0], report
 
 
 @pytest.mark.parametrize("name", ["honest-magic", "honest-timeit", "honest-helper-cell", "honest-renamed",
@@ -260,13 +259,13 @@ def test_loop_in_some_items_costs_only_those(graded):
                                   "output-flood"])
 def test_honest_and_harmless_variants_get_full_marks(graded, name):
     report = graded["reports"][name]
-    assert report.get("score") == report.get("max_score") == 5, report
+    assert report.get("score") == report.get("max_score") == MAX, report
 
 
 def test_no_process_left_and_no_tracked_file_changed(graded):
     assert graded["leftovers"] == []
     assert graded["course_unchanged"], "a course file changed while grading hostile submissions"
-    assert graded["reports"]["_victim_after"]["score"] == 5
+    assert graded["reports"]["_victim_after"]["score"] == MAX
 
 
 def test_learner_cannot_write_the_course_or_another_submission(graded):

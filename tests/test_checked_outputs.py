@@ -1,0 +1,144 @@
+"""Checked outputs are exact facts only.
+
+nbval compares the output of every `# NBVAL_CHECK_OUTPUT` cell character by character, on whatever
+CPU runs the tests. A number that comes from training, sampling or timing changes with the CPU (and
+with the seed), so such numbers are printed in unchecked cells and asserted by `claim(...)` with a
+margin; a checked cell prints shapes, counts, identities, and the outcome of claims.
+
+The evidence is `docs/sweep/checked_outputs.json`, written by the sweep from the executed notebooks
+it keeps: per lesson and checked cell, the text printed in every run (seeds 0-4 and SEED=1 with 2
+threads for a full `course sweep`). Regenerate it with
+
+    course sweep                      # every lesson, every run (writes the file at the end)
+    course sweep --only 17            # one lesson: replaces that lesson's entry only
+    course sweep --collect            # from the runs already in build/sweep/, running nothing
+
+after changing a checked cell (its source digest is recorded, so a stale entry fails here).
+"""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from course_tools import ROOT
+from course_tools.manifest import Lesson
+from course_tools.sweep import (CHECK_MARKER, CHECKED_OUTPUTS, Run, checked_cells,
+                                checked_output_problems, digest, output_text,
+                                write_checked_outputs)
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    assert CHECKED_OUTPUTS.exists(), f"{CHECKED_OUTPUTS.relative_to(ROOT)} missing: run `course sweep`"
+    return json.loads(CHECKED_OUTPUTS.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_checked_cells_printed_one_text_in_every_sweep_run(path, recorded):
+    nb = nbformat.read(path, as_version=4)
+    problems = checked_output_problems({path.stem: nb}, recorded)
+    assert not problems, "\n".join(problems)
+
+
+def test_no_checked_cells_outside_the_swept_lessons():
+    """The sweep runs notebooks/ only: a checked cell elsewhere would have no evidence."""
+    for folder in ("solutions", "exercises"):
+        for path in sorted((ROOT / folder).glob("*.ipynb")):
+            assert CHECK_MARKER not in path.read_text(encoding="utf-8"), path
+
+
+# --- the checker on planted counter-examples ----------------------------------------------------
+
+SOURCE = f"# {CHECK_MARKER}\nprint(accuracy)"
+RUNS = [Run("seed 0", 0), Run("seed 1", 1), Run("seed 1, 2 threads", 1, threads=2)]
+
+
+def _notebook(text: str, source: str = SOURCE, cell_id: str = "c0ffee00"):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(source, execution_count=2)
+    cell.id = cell_id
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    nb.cells = [nbformat.v4.new_code_cell("accuracy = 0.86"), cell]
+    return nb
+
+
+def _data(texts: dict[str, str], source: str = SOURCE, cell_id: str = "c0ffee00", runs=RUNS):
+    """What `write_checked_outputs` records for one lesson whose checked cell printed `texts`."""
+    return {"runs": {r.name: {"seed": r.seed, "threads": r.threads} for r in runs},
+            "lessons": {"99_fake": {"runs": sorted(texts), "cells": {cell_id: {
+                "source": digest(source), "texts": {digest(t): t for t in texts.values()},
+                "runs": {name: digest(t) for name, t in texts.items()}}}}}}
+
+
+def test_checker_accepts_one_text_everywhere():
+    same = {r.name: "accuracy > 0.75: True\n" for r in RUNS}
+    assert checked_output_problems({"99_fake": _notebook("accuracy > 0.75: True\n")}, _data(same)) == []
+
+
+def test_checker_reports_a_text_that_moves_with_the_seed_or_the_threads():
+    # lesson 17 before the fix: a trained accuracy printed in a checked cell
+    moving = {"seed 0": "held-out NSP accuracy: 0.86\n", "seed 1": "held-out NSP accuracy: 0.86\n",
+              "seed 1, 2 threads": "held-out NSP accuracy: 0.96\n"}
+    problems = checked_output_problems({"99_fake": _notebook("held-out NSP accuracy: 0.86\n")}, _data(moving))
+    assert len(problems) == 1 and "different texts" in problems[0] and "0.96" in problems[0], problems
+
+
+def test_checker_reports_a_stored_output_the_sweep_never_printed():
+    same = {r.name: "accuracy > 0.75: True\n" for r in RUNS}
+    problems = checked_output_problems({"99_fake": _notebook("accuracy > 0.75: False\n")}, _data(same))
+    assert len(problems) == 1 and "stored output" in problems[0], problems
+
+
+def test_checker_reports_stale_missing_and_thin_records():
+    same = {r.name: "x\n" for r in RUNS}
+    edited = _notebook("x\n", source=SOURCE + "  # edited")
+    assert any("source changed" in p for p in checked_output_problems({"99_fake": edited}, _data(same)))
+    assert any("no recorded sweep runs" in p
+               for p in checked_output_problems({"99_fake": _notebook("x\n")}, {"runs": {}, "lessons": {}}))
+    renamed = checked_output_problems({"99_fake": _notebook("x\n", cell_id="beef0000")}, _data(same))
+    assert any("not recorded" in p for p in renamed) and any("no longer a checked cell" in p for p in renamed)
+    one_thread = {"seed 0": "x\n", "seed 1": "x\n"}
+    assert any("more than one thread" in p
+               for p in checked_output_problems({"99_fake": _notebook("x\n")}, _data(one_thread, runs=RUNS[:2])))
+
+
+def test_sweep_records_the_executed_notebooks_and_the_checker_catches_a_moving_cell(tmp_path):
+    """The whole path: executed notebooks in the sweep's folder -> the JSON file -> the checker."""
+    lesson = Lesson(99, "fake", "?", "?")
+    out_dir = tmp_path / "sweep"
+    out_dir.mkdir()
+    for run, text in zip(RUNS, ["0.86\n", "0.86\n", "0.96\n"]):
+        nbformat.write(_notebook(text), run.files(lesson, out_dir)[0])
+    path = write_checked_outputs([lesson], RUNS, out_dir, tmp_path / "checked.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    entry = data["lessons"]["99_fake"]
+    assert entry["runs"] == sorted(r.name for r in RUNS)
+    assert set(entry["cells"]["c0ffee00"]["texts"].values()) == {"0.86\n", "0.96\n"}
+    problems = checked_output_problems({"99_fake": _notebook("0.86\n")}, data)
+    assert any("different texts" in p for p in problems), problems
+
+    # fixed: all runs print the same text; rewriting replaces this lesson's entry, keeps the others'
+    data["lessons"]["98_other"] = {"runs": [], "cells": {}}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    for run in RUNS:
+        nbformat.write(_notebook("True\n"), run.files(lesson, out_dir)[0])
+    data = json.loads(write_checked_outputs([lesson], RUNS, out_dir, path).read_text(encoding="utf-8"))
+    assert "98_other" in data["lessons"]
+    assert checked_output_problems({"99_fake": _notebook("True\n")}, data) == []
+    assert write_checked_outputs([Lesson(97, "absent", "?", "?")], RUNS, out_dir, path) is None
+
+
+def test_output_text_is_what_nbval_compares():
+    cell = nbformat.v4.new_code_cell(SOURCE, execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="at 0x7f00dead\n"),
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "42"}, execution_count=1)]
+    assert output_text(cell) == "at 0xADDRESS\n42\n"   # sanitised as tests/sanitize.cfg says
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [cell, nbformat.v4.new_code_cell("print(1)")]
+    assert list(checked_cells(nb).values()) == [{"source": digest(SOURCE), "text": "at 0xADDRESS\n42\n"}]
+    cell.execution_count = None   # a run that stopped before the checked cell
+    assert checked_cells(nb)[cell.id]["text"] == "[not executed]\n"
