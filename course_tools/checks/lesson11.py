@@ -1,118 +1,131 @@
-"""Graded checks for lesson 11: the causal mask and the decoder layer."""
+"""Graded checks for lesson 11: causal self-attention with a key/value cache (incremental decoding).
+The reference is written here from the definition; `course_lib`'s MultiHeadAttention only holds the weights."""
+import math
+
 import torch
 
+from course_lib.attention import MultiHeadAttention
+
 from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
-from course_lib.transformer import DecoderLayer as Reference
-from course_lib.transformer import causal_mask as reference_mask
 
 
 def _int(rng, low, high):
-    return int(torch.randint(low, high, (1,), generator=rng))
+    return int(torch.randint(low, high + 1, (1,), generator=rng))
 
 
-@exercise("11.causal-mask", points=1, uses="causal_mask")
-def check_causal_mask(fn, rng):
-    """causal_mask(T): a (T, T) bool tensor, True where query t may attend to key s (s <= t)."""
-    for T in [5, 1, 2] + [_int(rng, 3, 40) for _ in range(3)]:
-        case = f"causal_mask({T})"
-        got = fn(T)
-        expected = reference_mask(T)
-        expect_shape(case, got, (T, T))
-        expect(got.dtype == torch.bool,
-               f"[{case}] dtype {got.dtype}: return a bool tensor (True = may attend), e.g. with "
-               "dtype=torch.bool")
-        if T > 1 and torch.equal(got, ~expected):
-            raise CheckFailed(f"[{case}] the mask is inverted: in this course True means *may attend* "
-                              "(PyTorch's nn.Transformer masks mean the opposite)")
-        if T > 1 and torch.equal(got, expected.T):
-            raise CheckFailed(f"[{case}] upper instead of lower triangle: row t is the query and may "
-                              "see keys 0..t (tril, not triu)")
-        if T > 1 and torch.equal(got, expected & ~torch.eye(T, dtype=torch.bool)):
-            raise CheckFailed(f"[{case}] the diagonal is masked: a position may attend to itself")
-        expect(torch.equal(got, expected),
-               f"[{case}] got {got.int().tolist() if T <= 5 else 'a different mask'}, expected "
-               f"{expected.int().tolist() if T <= 5 else 'True on and below the diagonal'}")
+def _heads(attn, t):
+    B, n, _ = t.shape
+    return t.reshape(B, n, attn.n_heads, -1).transpose(1, 2)
 
 
-def _randomize_norms(layer, rng):
-    """Non-trivial LayerNorm weights, so a missing or misplaced norm shows."""
+def reference_step(attn, x_new, cache=None, variant="right"):
+    """The reference (variant "right") and known wrong variants, for the feedback."""
+    B, n, _ = x_new.shape
+    q, k, v = (_heads(attn, p(x_new)) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+    if cache is not None:
+        k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+    t = k.shape[2] - n
+    scale = math.sqrt(attn.d_model if variant == "scale-d-model" else q.shape[-1])
+    scores = q @ k.transpose(-2, -1) / (1.0 if variant == "no-scale" else scale)
+    key, query = torch.arange(t + n), torch.arange(t, t + n)[:, None]
+    if variant == "top-left-causal":
+        query = torch.arange(n)[:, None]
+    if variant != "no-mask-in-chunk":
+        scores = scores.masked_fill(key > query, float("-inf"))
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, n, -1)
+    return attn.out_proj(out), (k, v)
+
+
+_HINTS = {"no-scale": "the scores are not divided by sqrt(head_dim)",
+          "scale-d-model": "the scores are divided by sqrt(d_model); scale by sqrt(head_dim) = sqrt(d_model // n_heads)",
+          "no-mask-in-chunk": "inside a chunk of new positions there is no causal mask: new position t + i must not "
+                              "see the new positions after it",
+          "top-left-causal": "the causal mask inside the chunk is a square tril aligned at the top-left "
+                             "(is_causal=True style): with t cached positions, new position t + i sees keys 0 .. t + i"}
+
+
+def _attention(rng, d_model, n_heads, dtype):
+    torch.manual_seed(_int(rng, 0, 2**31 - 2))
+    attn = MultiHeadAttention(d_model, n_heads).to(dtype).eval()
     with torch.no_grad():
-        for norm in (layer.norm1, layer.norm2, layer.norm3):
-            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=rng))
-            norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=rng))
+        for p in attn.parameters():
+            p.copy_(torch.randn(p.shape, generator=rng, dtype=dtype) / math.sqrt(d_model))
+    return attn
 
 
-def _padding(B, T, rng):
-    """(B, T) bool, True = real token; every row keeps at least its first token."""
-    lengths = torch.randint(1, T + 1, (B,), generator=rng)
-    lengths[0] = T
-    return torch.arange(T)[None, :] < lengths[:, None]
+def _compare(case, got, attn, x_new, cache, dtype):
+    """got = the learner's (out, (k, v)); compared with the reference, naming a known mistake."""
+    expected_out, (ek, ev) = reference_step(attn, x_new, cache)
+    ok = isinstance(got, (tuple, list)) and len(got) == 2
+    expect(ok, f"[{case}] return a pair (out, (k, v)), got {type(got).__name__}")
+    out, new_cache = got
+    tol = 1e-9 if dtype == torch.float64 else 2e-5
+    if torch.is_tensor(out) and out.shape == expected_out.shape and not torch.isnan(out).any() \
+            and not torch.allclose(out.to(dtype), expected_out, atol=tol, rtol=1e-4):
+        for variant, hint in _HINTS.items():
+            wrong = reference_step(attn, x_new, cache, variant)[0]
+            if torch.allclose(out.to(dtype), wrong, atol=tol, rtol=1e-4) and not torch.allclose(wrong, expected_out, atol=tol):
+                raise CheckFailed(f"[{case}] your output differs from the full causal pass and matches a known "
+                                  f"mistake: {hint}")
+    expect_close(case, out, expected_out, atol=tol, rtol=1e-4, name="out")
+    expect(isinstance(new_cache, (tuple, list)) and len(new_cache) == 2,
+           f"[{case}] the second value should be the extended cache (k, v), got {type(new_cache).__name__}")
+    for name, got_t, want in (("cache k", new_cache[0], ek), ("cache v", new_cache[1], ev)):
+        if torch.is_tensor(got_t) and tuple(got_t.shape) != tuple(want.shape):
+            raise CheckFailed(f"[{case}] {name} has shape {tuple(got_t.shape)}, expected {tuple(want.shape)} = "
+                              "(B, n_heads, t + n, head_dim): the old cache extended along the positions (dim 2)")
+        expect_close(case, got_t, want, atol=tol, rtol=1e-4, name=name)
+    return new_cache
 
 
-def _check_layer(cls, rng, norm_first):
-    for case_no in range(4):
-        n_heads = _int(rng, 1, 5)
-        d_model, d_ff = n_heads * _int(rng, 2, 9), _int(rng, 4, 33)
-        B, T, S = _int(rng, 1, 4), _int(rng, 1, 8), _int(rng, 1, 9)
-        torch.manual_seed(_int(rng, 0, 2**31 - 1))
-        reference = Reference(d_model, n_heads, d_ff, norm_first=norm_first).eval()
-        _randomize_norms(reference, rng)
-        setup = f"DecoderLayer({d_model}, {n_heads}, {d_ff}, norm_first={norm_first})"
-        try:
-            layer = cls(d_model, n_heads, d_ff, norm_first=norm_first)
-        except TypeError as error:
-            raise CheckFailed(f"[{setup}] could not be built: {error}; keep the __init__ signature "
-                              "(d_model, n_heads, d_ff, norm_first=False)") from error
-        missing, unexpected = layer.load_state_dict(reference.state_dict(), strict=False)
-        if missing or unexpected:
-            raise CheckFailed(f"[{setup}] parameter names differ from the reference: missing "
-                              f"{sorted(missing)[:4]}, unexpected {sorted(unexpected)[:4]}; keep the "
-                              "given __init__ (self_attn, multihead_attn, linear1, linear2, norm1..3)")
-        layer.eval()
-        x = torch.randn(B, T, d_model, generator=rng)
-        memory = torch.randn(B, S, d_model, generator=rng)
-        causal = reference_mask(T)                                             # (T, T)
-        tgt_real, src_real = _padding(B, T, rng), _padding(B, S, rng)
-        masks = {"no masks": (None, None),
-                 "causal self_mask, memory padding mask": (causal, src_real[:, None, None, :]),
-                 "causal & target padding self_mask (B, 1, T, T), memory padding mask":
-                     (causal & tgt_real[:, None, None, :], src_real[:, None, None, :])}
-        for name, (self_mask, memory_mask) in masks.items():
-            case = f"{setup}, x {tuple(x.shape)}, memory {tuple(memory.shape)}, {name}"
-            with torch.no_grad():
-                got = layer(x, memory, self_mask=self_mask, memory_mask=memory_mask)
-                expected = reference(x, memory, self_mask=self_mask, memory_mask=memory_mask)
-                if torch.is_tensor(got) and got.shape == expected.shape and not torch.allclose(
-                        got, expected, atol=1e-5, rtol=1e-5):
-                    _diagnose(case, got, layer, reference, x, memory, self_mask, memory_mask, norm_first)
-            expect_close(case, got, expected, atol=1e-5, name="the layer's output")
+def _sequence(fn, rng, dtype, sizes, label, scale=1.0, own_cache=True, empty_cache=False):
+    """Feed a random sequence in pieces of `sizes`; compare with the reference at every call."""
+    n_heads = _int(rng, 1, 4)
+    d_model = n_heads * _int(rng, 1, 6)
+    B = _int(rng, 1, 3)
+    attn = _attention(rng, d_model, n_heads, dtype)
+    x = torch.randn(B, sum(sizes), d_model, generator=rng, dtype=dtype) * scale
+    with torch.no_grad():
+        full = attn(x, x, x, mask=torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril())[0]
+    cache = None
+    if empty_cache:
+        head_dim = d_model // n_heads
+        cache = (torch.zeros(B, n_heads, 0, head_dim, dtype=dtype), torch.zeros(B, n_heads, 0, head_dim, dtype=dtype))
+    start = 0
+    for n in sizes:
+        x_new = x[:, start:start + n]
+        case = (f"{label}: B={B}, d_model={d_model}, n_heads={n_heads}, {dtype}, new positions {start}..{start + n - 1} "
+                f"(n={n}) after t={start} cached" + (f", inputs x {scale:g}" if scale != 1 else "")
+                + ("" if own_cache or start == 0 else ", cache built by the grader"))
+        with torch.no_grad():
+            ref_cache = reference_step(attn, x[:, :start])[1] if start else cache
+            given = cache if (own_cache or start == 0) else ref_cache
+            got = fn(attn, x_new.clone(), None if given is None else tuple(c.clone() for c in given))
+            cache = _compare(case, got, attn, x_new, given, dtype)
+            expect_close(case + " (vs the full causal pass)", got[0], full[:, start:start + n],
+                         atol=1e-9 if dtype == torch.float64 else 2e-5, rtol=1e-4, name="out")
+        start += n
 
 
-def _diagnose(case, got, layer, reference, x, memory, self_mask, memory_mask, norm_first):
-    """Name the usual mistake when the output matches a known wrong variant."""
-    close = lambda other: torch.allclose(got, other, atol=1e-5, rtol=1e-5)  # noqa: E731
-    if self_mask is not None and close(reference(x, memory, None, memory_mask)):
-        raise CheckFailed(f"[{case}] your output equals the reference *without* self_mask: pass "
-                          "self_mask to the self-attention (mask=self_mask)")
-    if memory_mask is not None and close(reference(x, memory, self_mask, None)):
-        raise CheckFailed(f"[{case}] your output equals the reference *without* memory_mask: pass "
-                          "memory_mask to the cross-attention")
-    other = Reference(reference.d_model, reference.n_heads, reference.linear1.out_features,
-                      norm_first=not norm_first).eval()
-    other.load_state_dict(reference.state_dict())
-    if close(other(x, memory, self_mask, memory_mask)):
-        raise CheckFailed(f"[{case}] you computed the {'Post' if norm_first else 'Pre'}-LN layout; "
-                          f"norm_first={norm_first} asks for "
-                          f"{'x + sublayer(norm(x))' if norm_first else 'norm(x + sublayer(x))'}")
+@exercise("11.kv-cache-step", points=2, uses="cached_self_attention",
+          forbids=("torch.nn.functional:multi_head_attention_forward", "torch.nn:MultiheadAttention"))
+def check_step(fn, rng):
+    """Token by token from an empty cache: every output and the growing cache."""
+    _sequence(fn, rng, torch.float32, [1] * 6, "token by token from cache=None")
+    _sequence(fn, rng, torch.float64, [1] * 5, "token by token, grader's caches", own_cache=False)
+    _sequence(fn, rng, torch.float32, [1] * 3, "token by token from an empty cache (t = 0)", empty_cache=True)
+    _sequence(fn, rng, torch.float32, [1] * 4, "large inputs", scale=30.0)
+    for _ in range(2):
+        _sequence(fn, rng, torch.float32, [1] * _int(rng, 2, 9), "random length")
 
 
-@exercise("11.decoder-layer-post-ln", points=2, uses="DecoderLayer")
-def check_post_ln(cls, rng):
-    """DecoderLayer(norm_first=False) equals the course's Post-LN layer, with and without masks."""
-    _check_layer(cls, rng, norm_first=False)
-
-
-@exercise("11.decoder-layer-pre-ln", points=1, uses="DecoderLayer")
-def check_pre_ln(cls, rng):
-    """DecoderLayer(norm_first=True) equals the course's Pre-LN layer, with and without masks."""
-    _check_layer(cls, rng, norm_first=True)
+@exercise("11.kv-cache-chunk", points=1, uses="cached_self_attention",
+          forbids=("torch.nn.functional:multi_head_attention_forward", "torch.nn:MultiheadAttention"))
+def check_chunk(fn, rng):
+    """A prefill and chunks of several new positions: the causal mask inside a chunk, offset by t."""
+    _sequence(fn, rng, torch.float32, [3, 2, 3], "prefill 3, then chunks of 2 and 3")
+    _sequence(fn, rng, torch.float64, [2, 3, 1, 4], "chunks, grader's caches", own_cache=False)
+    _sequence(fn, rng, torch.float32, [4, 3], "prefill into an empty cache (t = 0), then a chunk", empty_cache=True)
+    _sequence(fn, rng, torch.float32, [5, 2], "large inputs", scale=30.0)
+    for _ in range(2):
+        _sequence(fn, rng, torch.float32, [_int(rng, 1, 5) for _ in range(_int(rng, 2, 4))], "random chunks")

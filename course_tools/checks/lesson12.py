@@ -1,139 +1,143 @@
-"""Graded checks for lesson 12: tie an output layer to the input embedding."""
+"""Graded checks for lesson 12: a factorised (ALBERT-style) vocabulary matrix tied between the input
+embedding and the output layer. The reference is written here from the definition."""
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from course_lib.embedding import ScaledEmbedding
-from ..grading import CheckFailed, exercise, expect, expect_close
-from course_lib.transformer import CausalLM, CausalLMConfig
-from course_lib.weight_tying import count_parameters
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
+
+_SHORTCUTS = ("course_lib.weight_tying:tie_weights",)
+_MEMBERS = {"word.weight": lambda V, E, H: (V, E), "project_in.weight": lambda V, E, H: (H, E),
+            "project_in.bias": lambda V, E, H: (H,), "project_out.weight": lambda V, E, H: (E, H),
+            "project_out.bias": lambda V, E, H: (E,), "output_bias": lambda V, E, H: (V,)}
+
+
+def _int(rng, low, high):
+    return int(torch.randint(low, high + 1, (1,), generator=rng))
 
 
 def _sizes(rng):
-    # V > d, so a transposed layer never has the right shape by accident
-    V = int(torch.randint(12, 60, (1,), generator=rng))
-    d = int(torch.randint(2, 12, (1,), generator=rng))
-    return V, d
+    """V > H > E, all different, so a missing projection or a transpose shows as a shape error."""
+    E = _int(rng, 2, 6)
+    H = E + _int(rng, 1, 8)
+    V = H + _int(rng, 3, 30)
+    return V, E, H
 
 
-def _pair(rng, V, d, kind: int, bias: bool):
-    """A fresh (embedding, lm_head) pair with random values; kind picks the embedding class."""
-    embedding = nn.Embedding(V, d) if kind == 0 else ScaledEmbedding(V, d, scale=kind == 1)
-    head = nn.Linear(d, V, bias=bias)
+def _weights(rng, V, E, H):
+    return {name: torch.randn(shape(V, E, H), generator=rng, dtype=torch.float64) for name, shape in _MEMBERS.items()}
+
+
+def ref_forward(w, ids):
+    return w["word.weight"][ids] @ w["project_in.weight"].T + w["project_in.bias"]
+
+
+def ref_logits(w, h):
+    z = h @ w["project_out.weight"].T + w["project_out.bias"]
+    return z @ w["word.weight"].T + w["output_bias"]
+
+
+def _structure(module, V, E, H, case):
+    """The members, their shapes and the parameter count; returns the named parameters."""
+    expect(isinstance(module, nn.Module), f"[{case}] FactorizedTiedVocab should subclass nn.Module")
+    params = dict(module.named_parameters())
+    expected_names = sorted(_MEMBERS)
+    if sorted(params) != expected_names:
+        extra = sorted(set(params) - set(expected_names))
+        hint = ""
+        if any(params[n].shape in ((V, H), (H, V), (V, E), (E, V)) for n in extra):
+            hint = (" - a separate vocabulary-sized output matrix: the output layer must score against "
+                    "word.weight itself (tied), not a matrix of its own")
+        raise CheckFailed(f"[{case}] parameters {sorted(params)}, expected exactly {expected_names}{hint}")
+    for name, shape in _MEMBERS.items():
+        want = shape(V, E, H)
+        expect(tuple(params[name].shape) == want,
+               f"[{case}] {name} has shape {tuple(params[name].shape)}, expected {want} "
+               "(nn.Linear(in, out) stores weight as (out, in))")
+    count = sum(p.numel() for p in module.parameters())
+    want = V * E + E * H + H + H * E + E + V
+    expect(count == want, f"[{case}] {count} parameters, expected V*E + (E*H + H) + (H*E + E) + V = {want}")
+    return params
+
+
+def _build(cls, V, E, H, rng, case):
+    """The learner's module with random reference weights copied in, and those weights."""
+    module = cls(V, E, H)
+    params = _structure(module, V, E, H, case)
+    weights = _weights(rng, V, E, H)
     with torch.no_grad():
-        embedding.weight.copy_(torch.randn(V, d, generator=rng))
-        head.weight.copy_(torch.randn(V, d, generator=rng))
-        if bias:
-            head.bias.copy_(torch.randn(V, generator=rng))
-    return embedding, head
+        for name, value in weights.items():
+            params[name].copy_(value.float())
+    return module.eval(), {k: v.float().double() for k, v in weights.items()}
 
 
-def _name(embedding) -> str:
-    return "nn.Embedding" if isinstance(embedding, nn.Embedding) else type(embedding).__name__
+@exercise("12.factorized-embed", points=1, uses="FactorizedTiedVocab", forbids=_SHORTCUTS)
+def check_embed(cls, rng):
+    """Members, shapes and parameter count; forward(ids) = project_in(word(ids)) on ids of any shape."""
+    V, E, H = 30000, 128, 768
+    module = cls(V, E, H)
+    _structure(module, V, E, H, "worked example V=30000, E=128, H=768")
+    count = sum(p.numel() for p in module.parameters())
+    expect(count == 4_067_504, f"[worked example V=30000, E=128, H=768] {count} parameters, expected 4,067,504 "
+                               "= V*E + (E*H + H) + (H*E + E) + V (one vocabulary matrix, two projections, an output bias)")
+    del module
+    for n, id_shape in enumerate([(5,), (2, 7), (3, 2, 4), (1,), ()]):
+        V, E, H = _sizes(rng)
+        case = f"case {n}: FactorizedTiedVocab({V}, {E}, {H}), ids of shape {id_shape}"
+        module, w = _build(cls, V, E, H, rng, case)
+        ids = torch.randint(0, V, id_shape, generator=rng)
+        ids.view(-1)[:1] = V - 1                                    # the last token id is used too
+        with torch.no_grad():
+            got = module(ids)
+        expect_shape(case, got, id_shape + (H,), "forward(ids)")
+        expect_close(case, got, ref_forward(w, ids).float(), atol=1e-4, rtol=1e-4, name="forward(ids)")
 
 
-def _expect_tied(case, embedding, head):
-    if head.weight is embedding.weight:
-        return
-    if not isinstance(head.weight, nn.Parameter):
-        raise CheckFailed(f"[{case}] lm_head.weight is a {type(head.weight).__name__}, not an nn.Parameter")
-    if head.weight.shape == embedding.weight.shape and head.weight.data_ptr() == embedding.weight.data_ptr():
-        raise CheckFailed(f"[{case}] lm_head.weight shares memory with embedding.weight but is a different "
-                          "Parameter object (did you assign `.data`, or wrap it in nn.Parameter(...)?). Then "
-                          "it is counted twice, gets only its own gradient and its own optimizer state: "
-                          "assign the Parameter itself, lm_head.weight = embedding.weight")
-    raise CheckFailed(f"[{case}] lm_head.weight is not the embedding's Parameter (a copy, or untouched?): "
-                      "after tying, `lm_head.weight is embedding.weight` must be True")
-
-
-@exercise("12.tie-same-object", points=2, uses="tie_weights")
-def check_same_object(fn, rng):
-    """After tying, lm_head.weight is the embedding's Parameter; the count drops by V·d."""
-    for case_no in range(4):
-        V, d = _sizes(rng)
-        kind, bias = case_no % 3, case_no % 2 == 0
-        embedding, head = _pair(rng, V, d, kind, bias)
-        case = (f"{_name(embedding)}({V}, {d}) and nn.Linear({d}, {V}, bias={bias})")
-        values, old_bias = embedding.weight.detach().clone(), head.bias
-        pair = nn.ModuleDict({"embed": embedding, "lm_head": head})
-        before = count_parameters(pair)
-        fn(embedding, head)
-        _expect_tied(case, embedding, head)
-        expect_close(case, embedding.weight, values, atol=0,
-                     name="embedding.weight after tying (the embedding's values must be kept)")
-        expect(head.bias is old_bias, f"[{case}] lm_head.bias was changed or removed: tying concerns "
-                                      "the weight only, the output bias stays the head's own")
-        saved = before - count_parameters(pair)
-        expect(saved == V * d, f"[{case}] tying should save V·d = {V * d} parameters, saved {saved}")
-        h = torch.randn(3, d, generator=rng)
-        expected = h @ values.T + (old_bias.detach() if bias else 0)
-        expect_close(case, head(h), expected, atol=1e-5, name="lm_head(h) (should be h @ E.T + bias)")
-    # a whole untied language model from course_lib
-    V, d = _sizes(rng)
-    model = CausalLM(CausalLMConfig(vocab_size=V, d_model=2 * d, n_heads=2, d_ff=8, n_layers=1, max_len=4,
-                                    tie_weights=False))
-    before = count_parameters(model)
-    fn(model.embed, model.lm_head)
-    case = f"CausalLM(vocab_size={V}, d_model={2 * d}, tie_weights=False)"
-    _expect_tied(case, model.embed, model.lm_head)
-    saved = before - count_parameters(model)
-    expect(saved == V * 2 * d, f"[{case}] tying should save V·d = {V * 2 * d} parameters, saved {saved}")
-
-
-@exercise("12.tie-gradients", points=1, uses="tie_weights")
-def check_gradients(fn, rng):
-    """The tied gradient is the sum of both uses' gradients, and one Adam step keeps them tied."""
-    for case_no in range(3):
-        V, d = _sizes(rng)
-        embedding, head = _pair(rng, V, d, kind=case_no % 2, bias=True)
-        twin_embedding, twin_head = _pair(rng, V, d, kind=case_no % 2, bias=True)
-        twin_embedding.load_state_dict(embedding.state_dict())
-        with torch.no_grad():                                  # the twin: same values, two matrices
-            twin_head.weight.copy_(embedding.weight)
-            twin_head.bias.copy_(head.bias)
-        mixer = nn.Linear(d, d)
-        ids = torch.randint(0, V, (2, 6), generator=rng)
-        targets = torch.randint(0, V, (2, 6), generator=rng)
-
-        def loss_of(emb, out):
-            logits = out(torch.tanh(mixer(emb(ids))))           # (2, 6, V)
-            return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-
-        grads = torch.autograd.grad(loss_of(twin_embedding, twin_head), (twin_embedding.weight, twin_head.weight))
-        case = f"{_name(embedding)}({V}, {d}) and nn.Linear({d}, {V})"
-        fn(embedding, head)
-        _expect_tied(case, embedding, head)
-        loss_of(embedding, head).backward()
-        expect(embedding.weight.grad is not None, f"[{case}] embedding.weight got no gradient")
-        expect_close(case, embedding.weight.grad, grads[0] + grads[1], atol=1e-5,
-                     name="the tied weight's gradient (should be lookup gradient + output-layer gradient)")
-        optimizer = torch.optim.Adam(nn.ModuleDict({"e": embedding, "h": head}).parameters(), lr=0.1)
-        optimizer.step()
-        expect(torch.equal(head.weight, embedding.weight),
-               f"[{case}] after one Adam step lm_head.weight and embedding.weight differ: they are not tied")
-
-
-@exercise("12.tie-shape-check", points=1, uses="tie_weights")
-def check_shapes(fn, rng):
-    """Mismatched shapes raise ValueError (naming lm_head.weight) and leave the layers untouched."""
-    V, d = _sizes(rng)
-    embedding, head = _pair(rng, V, d, kind=0, bias=False)
-    fn(embedding, head)
-    _expect_tied(f"nn.Embedding({V}, {d}) and nn.Linear({d}, {V}) (a valid pair)", embedding, head)
-    for in_features, out_features, what in ((V, d, "a transposed layer"), (d + 1, V, "a wrong d_model"),
-                                            (d, V + 2, "a wrong vocabulary size")):
-        embedding, _ = _pair(rng, V, d, kind=1, bias=False)
-        head = nn.Linear(in_features, out_features)
-        old_weight = head.weight
-        case = (f"{_name(embedding)}({V}, {d}) with nn.Linear({in_features}, {out_features}) - {what}: "
-                f"weights {tuple(embedding.weight.shape)} vs {tuple(head.weight.shape)}")
-        try:
-            fn(embedding, head)
-        except ValueError as error:
-            expect("lm_head" in str(error) or "shape" in str(error),
-                   f"[{case}] the ValueError should name lm_head.weight and the shapes; got {error!r}")
-        else:
-            raise CheckFailed(f"[{case}] expected a ValueError for mismatched shapes, nothing was raised "
-                              "(nn.Linear accepts a Parameter of any shape, so the error would surface only "
-                              "in the forward pass)")
-        expect(head.weight is old_weight, f"[{case}] lm_head.weight was replaced although the shapes do not match")
+@exercise("12.factorized-logits", points=2, uses="FactorizedTiedVocab", forbids=_SHORTCUTS)
+def check_logits(cls, rng):
+    """logits(h) = project_out(h) @ word.weight.T + output_bias; the matrix's gradient sums both uses."""
+    case = "worked example V=3, E=1, H=2"
+    module, _ = _build(cls, 3, 1, 2, rng, case)
+    w = {"word.weight": torch.tensor([[1.0], [2.0], [-1.0]]), "project_in.weight": torch.zeros(2, 1),
+         "project_in.bias": torch.zeros(2), "project_out.weight": torch.tensor([[1.0, 1.0]]),
+         "project_out.bias": torch.zeros(1), "output_bias": torch.tensor([0.0, 0.0, 0.5])}
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, value in w.items():
+            params[name].copy_(value)
+        expect_close(case, module.logits(torch.tensor([[0.5, 0.25]])), torch.tensor([[0.75, 1.5, -0.25]]),
+                     atol=1e-6, name="logits(h)")
+    for n, lead in enumerate([(4,), (2, 3), (2, 1, 3), (1,)]):
+        V, E, H = _sizes(rng)
+        case = f"case {n}: FactorizedTiedVocab({V}, {E}, {H}), h of shape {lead + (H,)}"
+        module, w = _build(cls, V, E, H, rng, case)
+        h = torch.randn(*lead, H, generator=rng)
+        with torch.no_grad():
+            got = module.logits(h)
+        expect_shape(case, got, lead + (V,), "logits(h)")
+        expect_close(case, got, ref_logits(w, h.double()).float(), atol=1e-4, rtol=1e-4, name="logits(h)")
+    for n in range(2):
+        V, E, H = _sizes(rng)
+        case = (f"gradient {n}: FactorizedTiedVocab({V}, {E}, {H}), loss = cross-entropy of logits(tanh(forward(ids))) "
+                "- word.weight's gradient must be the lookup's plus the output layer's")
+        module, w = _build(cls, V, E, H, rng, case)
+        module.train()
+        ids = torch.randint(0, V, (2, 5), generator=rng)
+        targets = torch.randint(0, V, (2, 5), generator=rng)
+        # the reference gradient: two copies of the matrix, one per use, then summed
+        e_in = w["word.weight"].clone().requires_grad_(True)
+        e_out = w["word.weight"].clone().requires_grad_(True)
+        ref = {**w, "word.weight": e_in}
+        h = torch.tanh(ref_forward(ref, ids))
+        logits = ref_logits({**w, "word.weight": e_out}, h)
+        torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1)).backward()
+        expected = (e_in.grad + e_out.grad).float()
+        module.zero_grad()
+        out = module.logits(torch.tanh(module(ids)))
+        expect_shape(case, out, (2, 5, V), "logits(tanh(forward(ids)))")
+        torch.nn.functional.cross_entropy(out.reshape(-1, V), targets.reshape(-1)).backward()
+        grad = module.word.weight.grad
+        expect(grad is not None, f"[{case}] word.weight got no gradient")
+        if torch.allclose(grad, e_in.grad.float(), atol=1e-4, rtol=1e-4):
+            raise CheckFailed(f"[{case}] word.weight's gradient is the lookup's only: the output layer's use sends "
+                              "none (a .detach(), or a copy of the matrix?)")
+        expect_close(case, grad, expected, atol=1e-4, rtol=1e-4, name="word.weight.grad")

@@ -1,150 +1,187 @@
-"""Graded checks for lesson 13: BERT's greedy longest-match-first WordPiece encoder."""
+"""Graded checks for lesson 13: the Unigram language model's segmentation (Viterbi) and its marginal
+likelihood (log-sum-exp over all segmentations). The references are written here."""
+import math
+import numbers
 import random
 
 import torch
 
 from ..grading import CheckFailed, exercise
-from course_lib.tokenization import wordpiece as reference
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
+UNICODE = "éàüöçñßøαβγδεζλ中文字词语句"
+HELLO = {"h": -5.0, "e": -5.0, "l": -4.0, "o": -4.0, "he": -3.0, "ll": -6.0, "hell": -9.0, "lo": -2.5,
+         "llo": -7.0, "hello": -12.0}
+_SHORTCUTS = ("sentencepiece:SentencePieceProcessor", "tokenizers.models:Unigram", "tokenizers:Tokenizer",
+              "course_lib.tokenization:wordpiece", "course_lib.tokenization:WordPieceTokenizer",
+              "course_lib.tokenization:BPETokenizer")
 
 
-def _python_rng(rng: torch.Generator) -> random.Random:
-    return random.Random(int(torch.randint(2**62, (1,), generator=rng)))
+def viterbi_reference(word, log_probs, unk_token="[UNK]"):
+    n = len(word)
+    best, start_of = [0.0] + [-math.inf] * n, [0] * (n + 1)
+    for i in range(1, n + 1):
+        for j in range(i):
+            piece = word[j:i]
+            if piece in log_probs and best[j] + log_probs[piece] > best[i]:
+                best[i], start_of[i] = best[j] + log_probs[piece], j
+    if best[n] == -math.inf:
+        return [unk_token]
+    pieces, i = [], n
+    while i > 0:
+        pieces.append(word[start_of[i]:i])
+        i = start_of[i]
+    return pieces[::-1]
 
 
-def _random_vocab(r: random.Random, alphabet: str, n_pieces: int, drop=()):
-    """Every character (alone and with ##) except those in `drop`, plus random pieces."""
-    vocab = {c for c in alphabet if c not in drop} | {"##" + c for c in alphabet if c not in drop}
-    allowed = "".join(c for c in alphabet if c not in drop)
-    while len(vocab) < 2 * len(allowed) + n_pieces:
-        piece = "".join(r.choice(allowed) for _ in range(r.randint(2, 5)))
-        vocab.add(piece if r.random() < 0.5 else "##" + piece)
-    # a dict token -> id (like vocab.txt) or a plain set: both support `in`
-    return {t: i for i, t in enumerate(sorted(vocab))} if r.random() < 0.5 else vocab
+def likelihood_reference(word, log_probs):
+    n = len(word)
+    alpha = [0.0] + [-math.inf] * n
+    for i in range(1, n + 1):
+        terms = [alpha[j] + log_probs[word[j:i]] for j in range(i) if word[j:i] in log_probs and alpha[j] > -math.inf]
+        if terms:
+            top = max(terms)
+            alpha[i] = top + math.log(sum(math.exp(t - top) for t in terms))
+    return alpha[n]
 
 
-def _random_word(r: random.Random, alphabet: str, vocab, max_len=12) -> str:
-    """Half the time glue vocabulary pieces together, so that long matches exist."""
-    if r.random() < 0.5:
-        return "".join(r.choice(alphabet) for _ in range(r.randint(1, max_len)))
-    pieces = [t.removeprefix("##") for t in vocab]
-    return "".join(r.choice(pieces) for _ in range(r.randint(1, 4)))
-
-
-def _shortest_first(word, vocab, unk):
-    """The usual mistake: take the shortest matching piece instead of the longest."""
+def _greedy(word, log_probs, unk):
+    """BERT-style greedy longest match (no ##): the usual wrong transfer from WordPiece."""
     pieces, start = [], 0
     while start < len(word):
-        for end in range(start + 1, len(word) + 1):
-            piece = word[start:end] if start == 0 else "##" + word[start:end]
-            if piece in vocab:
+        for end in range(len(word), start, -1):
+            if word[start:end] in log_probs:
                 break
         else:
             return [unk]
-        pieces.append(piece)
+        pieces.append(word[start:end])
         start = end
     return pieces
 
 
-def _describe_vocab(vocab) -> str:
-    tokens = sorted(vocab)
-    shown = ", ".join(tokens[:40])
-    return f"{{{shown}{', ...' if len(tokens) > 40 else ''}}} ({len(tokens)} tokens)"
+def _score(pieces, log_probs):
+    return sum(log_probs[p] for p in pieces)
 
 
-def _compare(fn, word, vocab, case, unk_token="[UNK]", max_chars=100):
-    kwargs = {}
-    if unk_token != "[UNK]":
-        kwargs["unk_token"] = unk_token
-    if max_chars != 100:
-        kwargs["max_chars"] = max_chars
-    got = fn(word, vocab, **kwargs)
-    expected = reference(word, vocab, unk_token, max_chars)
-    if isinstance(got, tuple):
-        got = list(got)
+def _python_rng(rng):
+    return random.Random(int(torch.randint(2**62, (1,), generator=rng)))
+
+
+def _vocab(r, alphabet, n_pieces, low=-12.0, high=-0.5, drop=""):
+    """Every character except `drop`, plus random multi-character pieces, with random log-probs."""
+    allowed = "".join(c for c in alphabet if c not in drop)
+    pieces = set(allowed)
+    while len(pieces) < len(allowed) + n_pieces:
+        pieces.add("".join(r.choice(allowed) for _ in range(r.randint(2, 5))))
+    return {p: r.uniform(low, high) for p in sorted(pieces)}
+
+
+def _word(r, alphabet, vocab, max_len=12):
+    if r.random() < 0.5:
+        return "".join(r.choice(alphabet) for _ in range(r.randint(1, max_len)))
+    return "".join(r.choice(list(vocab)) for _ in range(r.randint(1, 4)))
+
+
+def _show(vocab):
+    items = [f"{p!r}: {v:.3g}" for p, v in list(vocab.items())[:14]]
+    return "{" + ", ".join(items) + (", ..." if len(vocab) > 14 else "") + f"}} ({len(vocab)} pieces)"
+
+
+def _compare_segment(fn, word, vocab, case, unk="[UNK]"):
+    got = fn(word, dict(vocab)) if unk == "[UNK]" else fn(word, dict(vocab), unk_token=unk)
+    expected = viterbi_reference(word, vocab, unk)
+    if isinstance(got, (tuple, list)):
+        got = list(got)                       # a plain list (a list subclass's __eq__ is not trusted)
     if not isinstance(got, list):
         raise CheckFailed(f"[{case}] return a list of pieces, got {type(got).__name__}")
     if got == expected:
         return
+    valid = (expected != [unk] and all(isinstance(p, str) and p in vocab for p in got) and "".join(got) == word)
+    if valid and math.isclose(_score(got, vocab), _score(expected, vocab), rel_tol=1e-9, abs_tol=1e-9):
+        return                                # a tie: the same pieces in another order scores the same
     hint = ""
-    if expected == [unk_token] and len(word) > max_chars:
-        hint = f" - the word has {len(word)} characters, more than max_chars={max_chars}"
-    elif expected == [unk_token] and unk_token in got and len(got) > 1:
-        hint = (" - when no piece fits at some position, the *whole word* becomes "
-                f"[{unk_token!r}], not a partial segmentation")
-    elif expected == [unk_token] and "".join(p.removeprefix("##") for p in got) == word:
-        hint = (" - WordPiece is greedy and never backtracks: after taking the longest piece it does "
-                "not go back to try a shorter one, so here it gets stuck and the word is unknown")
-    elif expected == [unk_token]:
-        hint = f" - an unknown word must come back as [{unk_token!r}] (the unk_token argument)"
-    elif got == [unk_token] and len(word) == max_chars:
-        hint = (f" - a word of exactly max_chars={max_chars} characters is allowed: only longer words "
-                "are unknown")
-    elif got == [unk_token]:
-        hint = (" - a piece fits at every position here: the first piece is looked up without '##', "
-                "every later one with it")
-    elif got == _shortest_first(word, vocab, unk_token):
-        hint = " - you take the shortest matching piece; WordPiece takes the longest"
-    elif any(not p.startswith("##") for p in got[1:]):
-        hint = " - pieces after the first must carry the '##' prefix (and be looked up with it)"
-    raise CheckFailed(f"[{case}] word {_short(word)}, vocab {_describe_vocab(vocab)}: expected "
-                      f"{_short(expected)}, got {_short(got)}{hint}")
+    if expected == [unk]:
+        hint = (f" - no segmentation exists (a character that no piece covers): return [{unk!r}]"
+                if unk in got or "".join(map(str, got)) != word else f" - return [{unk!r}] when nothing covers the word")
+    elif got == [unk]:
+        hint = " - a segmentation exists: every character is covered by some piece"
+    elif all(isinstance(p, str) for p in got) and "".join(got) == word and all(p in vocab for p in got):
+        if got == _greedy(word, vocab, unk):
+            hint = (" - that is the greedy longest match (BERT's WordPiece encoder): the Unigram model takes the "
+                    "segmentation with the highest total log-probability, found by dynamic programming")
+        elif len(got) < len(expected):
+            hint = " - fewer pieces is not the rule: the highest total log-probability is"
+        hint = (f" (your score {_score(got, vocab):.6g}, the best {_score(expected, vocab):.6g})" + hint)
+    elif all(isinstance(p, str) for p in got) and "".join(got) != word:
+        hint = " - the pieces must spell the whole word, in order"
+    raise CheckFailed(f"[{case}] word {word!r}, log_probs {_show(vocab)}: expected {expected}, got {got}{hint}")
 
 
-def _short(value) -> str:
-    """repr, shortened for 100-character words and their long segmentations."""
-    if isinstance(value, str) and len(value) > 40:
-        return f"{value[:20]!r}... ({len(value)} characters)"
-    if isinstance(value, list) and len(value) > 12:
-        return f"{value[:6]!r}... ({len(value)} pieces)"
-    return repr(value)
-
-
-@exercise("13.wordpiece-greedy", points=2, uses="wordpiece_encode")
-def check_greedy(fn, rng):
-    """Known words on random vocabularies: the longest piece first, '##' after the first."""
-    _compare(fn, "unaffable", {"un", "##aff", "##able", "u", "##n", "##a", "##f", "##b", "##l", "##e"},
-             "BERT's docstring example")
-    # The first piece must not carry ##, the later ones must: "ab" is only in the vocabulary as "##ab".
-    _compare(fn, "cab", {"c", "##c", "a", "##a", "b", "##b", "ab", "##ab", "ca"}, "'##' prefixes")
+@exercise("13.unigram-viterbi", points=2, uses="unigram_segment", forbids=_SHORTCUTS)
+def check_viterbi(fn, rng):
+    """The most probable segmentation (Viterbi), [unk_token] when none, on random vocabularies."""
+    _compare_segment(fn, "hello", HELLO, "worked example")
+    _compare_segment(fn, "", HELLO, "the empty word")
+    _compare_segment(fn, "h", HELLO, "a one-letter word")
+    _compare_segment(fn, "help", HELLO, "an unknown character 'p'", unk="<unk>")
     r = _python_rng(rng)
     for case in range(40):
-        alphabet = "".join(r.sample(LETTERS, r.randint(2, 5)))
-        vocab = _random_vocab(r, alphabet, n_pieces=r.randint(3, 25))
-        _compare(fn, _random_word(r, alphabet, vocab), vocab, f"random case {case}")
-
-
-@exercise("13.wordpiece-unknown", points=2, uses="wordpiece_encode")
-def check_unknown(fn, rng):
-    """Unknown words become [unk_token] as a whole, with no backtracking."""
-    # Greedy takes "ab", then "##c", then finds nothing for "d": the word is unknown, although
-    # "a" + "##bcd" would have worked. BERT does not backtrack.
-    _compare(fn, "abcd", {"a", "ab", "##c", "##bcd"}, "no backtracking")
-    _compare(fn, "xyz", {"x", "##y"}, "custom unk_token", unk_token="<unk>")
-    r = _python_rng(rng)
-    for case in range(30):
+        alphabet = "".join(r.sample(UNICODE if case % 4 == 3 else LETTERS, r.randint(2, 5)))
+        vocab = _vocab(r, alphabet, r.randint(3, 25))
+        _compare_segment(fn, _word(r, alphabet, vocab), vocab, f"random case {case}")
+    for case in range(10):
+        alphabet = "".join(r.sample(LETTERS, r.randint(3, 5)))
+        vocab = _vocab(r, alphabet, r.randint(5, 20), low=-800.0, high=-300.0)
+        _compare_segment(fn, _word(r, alphabet, vocab), vocab,
+                         f"very small log-probabilities (-800 .. -300; products of probabilities underflow) {case}")
+    for case in range(10):
         alphabet = "".join(r.sample(LETTERS, r.randint(3, 6)))
         missing = r.choice(alphabet)
-        vocab = _random_vocab(r, alphabet, n_pieces=r.randint(3, 20), drop=missing)
-        word = list(_random_word(r, alphabet.replace(missing, ""), vocab) or "a")
-        word.insert(r.randint(0, len(word)), missing)        # one character the vocabulary lacks
-        unk = r.choice(["[UNK]", "<unk>", "??"])
-        _compare(fn, "".join(word), vocab, f"random unknown word {case}", unk_token=unk)
+        vocab = _vocab(r, alphabet, r.randint(3, 15), drop=missing)
+        word = list(_word(r, alphabet.replace(missing, ""), vocab))
+        word.insert(r.randint(0, len(word)), missing)
+        _compare_segment(fn, "".join(word), vocab, f"unknown character {missing!r}, case {case}",
+                         unk=r.choice(["[UNK]", "<unk>", "??"]))
 
 
-@exercise("13.wordpiece-max-chars", points=1, uses="wordpiece_encode")
-def check_max_chars(fn, rng):
-    """Words longer than max_chars become [unk_token]; a word of exactly max_chars does not."""
-    vocab = {"a", "##a", "aa", "##aa"}
-    _compare(fn, "a" * 101, vocab, "101 characters, default max_chars=100")
-    _compare(fn, "a" * 100, vocab, "exactly 100 characters (allowed)")
+def _compare_likelihood(fn, word, vocab, case):
+    got = fn(word, dict(vocab))
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, numbers.Real):
+        raise CheckFailed(f"[{case}] return a float, got {type(got).__name__}")
+    got, expected = float(got), likelihood_reference(word, vocab)
+    if expected == -math.inf or got == -math.inf:
+        if got != expected:
+            raise CheckFailed(f"[{case}] word {word!r}, log_probs {_show(vocab)}: expected {expected}, got {got}"
+                              + (" - no segmentation exists: the probability is 0, the log -inf" if expected == -math.inf
+                                 else " - exp underflowed? stay in log space (log-sum-exp)"))
+        return
+    if not math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9):
+        hint = ""
+        if math.isnan(got):
+            hint = " - NaN: exp underflowed or -inf - -inf? stay in log space (log-sum-exp)"
+        elif expected != 0 and math.isclose(got, _score(viterbi_reference(word, vocab), vocab), rel_tol=1e-9):
+            hint = (" - that is the best segmentation's score (a max): the likelihood sums the probabilities "
+                    "of all segmentations (log-sum-exp)")
+        raise CheckFailed(f"[{case}] word {word!r}, log_probs {_show(vocab)}: expected {expected:.10g}, "
+                          f"got {got:.10g}{hint}")
+
+
+@exercise("13.unigram-likelihood", points=1, uses="unigram_log_likelihood", forbids=_SHORTCUTS)
+def check_likelihood(fn, rng):
+    """log of the sum over all segmentations, in log space; -inf when none."""
+    _compare_likelihood(fn, "hello", HELLO, "worked example")
+    _compare_likelihood(fn, "", HELLO, "the empty word (log 1 = 0)")
+    _compare_likelihood(fn, "o", HELLO, "a one-letter word")
+    _compare_likelihood(fn, "help", HELLO, "an unknown character 'p'")
     r = _python_rng(rng)
-    for case in range(10):
-        limit = r.randint(3, 30)
-        length = limit + r.choice([-1, 0, 1, 5])
-        alphabet = "".join(r.sample(LETTERS, 3))
-        vocab = _random_vocab(r, alphabet, n_pieces=10)
-        word = "".join(r.choice(alphabet) for _ in range(max(length, 1)))
-        _compare(fn, word, vocab, f"max_chars={limit}, a word of {len(word)} characters",
-                 unk_token=r.choice(["[UNK]", "<unk>"]), max_chars=limit)
+    for case in range(25):
+        alphabet = "".join(r.sample(UNICODE if case % 4 == 3 else LETTERS, r.randint(2, 4)))
+        vocab = _vocab(r, alphabet, r.randint(3, 20))
+        _compare_likelihood(fn, _word(r, alphabet, vocab), vocab, f"random case {case}")
+    for case in range(8):
+        alphabet = "".join(r.sample(LETTERS, r.randint(2, 4)))
+        vocab = _vocab(r, alphabet, r.randint(5, 15), low=-800.0, high=-300.0)
+        _compare_likelihood(fn, _word(r, alphabet, vocab), vocab,
+                            f"very small log-probabilities (-800 .. -300; exp underflows) {case}")
