@@ -117,6 +117,16 @@ def expect_close(case: str, got, expected: torch.Tensor, atol: float = 1e-5, rto
                           f"expected {expected[where].item():.5g}; tolerance {atol:g})")
 
 
+def call_learner(case: str, fn, *args, **kwargs):
+    """Call the learner's `fn`; an exception it raises becomes feedback that names the case."""
+    try:
+        return fn(*args, **kwargs)
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code
+        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
+
+
 def expect(condition: bool, message: str) -> None:
     if not condition:
         raise CheckFailed(message)

@@ -5,7 +5,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape
 
 
 def _reference_attention(x, weight, bias, d_head, mask=None):
@@ -19,14 +19,6 @@ def _reference_attention(x, weight, bias, d_head, mask=None):
     return (weights @ v).float(), weights.float()
 
 
-def _call(case, fn, *args):
-    """The learner's call; an exception becomes feedback that names the case."""
-    try:
-        return fn(*args)
-    except (CheckFailed, NotImplementedError):
-        raise
-    except Exception as error:  # noqa: BLE001 - the learner's code
-        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
 def _linear(rng, d_in, d_out, bias=True):
@@ -50,14 +42,14 @@ def check_fuse(fn, rng):
         plans.append(((d_in, d_qk, d_qk, d_v), biases, f"random case: d_in={d_in}, q/k width {d_qk}, v width {d_v}"))
     for (d_in, d_q, d_k, d_v), biases, case in plans:
         parts = [_linear(rng, d_in, d, b) for d, b in zip((d_q, d_k, d_v), biases)]
-        fused = _call(case, fn, *parts)
+        fused = call_learner(case, fn, *parts)
         expect(isinstance(fused, nn.Linear), f"[{case}] fuse_qkv should return an nn.Linear, got {type(fused).__name__}")
         expect_shape(case, fused.weight, (d_q + d_k + d_v, d_in), name="the fused weight")
         expect(fused.bias is not None, f"[{case}] the fused layer needs a bias (zeros where a part had none)")
         x = torch.randn(2, 5, d_in, generator=rng)
         with torch.no_grad():
             expected = torch.cat([p(x) for p in parts], dim=-1)
-        expect_close(case, _call(case, fused, x), expected, atol=1e-5, name="fused(x)")
+        expect_close(case, call_learner(case, fused, x), expected, atol=1e-5, name="fused(x)")
 
 
 def _weights(rng, d_model, d_head):
@@ -68,7 +60,7 @@ def _weights(rng, d_model, d_head):
 
 def _compare(fn, x, weight, bias, mask, case):
     d_head = weight.shape[1] // 3
-    got = _call(case, fn, x, weight, bias) if mask is None else _call(case, fn, x, weight, bias, mask)
+    got = call_learner(case, fn, x, weight, bias) if mask is None else call_learner(case, fn, x, weight, bias, mask)
     if not (isinstance(got, tuple) and len(got) == 2):
         raise CheckFailed(f"[{case}] return a tuple (output, weights), got {type(got).__name__}")
     expected_out, expected_weights = _reference_attention(x, weight.T, bias, d_head, mask)

@@ -4,20 +4,12 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape
 from ..shortcuts import ATTENTION
 
 FORBIDS = ATTENTION + ("course_lib.attention:MultiHeadAttention",)
 
 
-def _call(case, fn, *args):
-    """The learner's call; an exception becomes feedback that names the case."""
-    try:
-        return fn(*args)
-    except (CheckFailed, NotImplementedError):
-        raise
-    except Exception as error:  # noqa: BLE001 - the learner's code
-        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
 def _repeat_kv(x, n_rep):
@@ -29,12 +21,12 @@ def check_repeat_kv(fn, rng):
     """(B, n_kv, T, hd) -> (B, n_kv * n_rep, T, hd), query head j reading key/value head j // n_rep."""
     x = torch.randn(1, 2, 3, 4, generator=rng)
     expect_close("n_kv=2, n_rep=3: heads 0, 1, 2 share kv head 0 and heads 3, 4, 5 kv head 1 (j // n_rep), "
-                 "not 0, 1, 0, 1, ...", _call("n_kv=2, n_rep=3", fn, x, 3), _repeat_kv(x, 3), atol=0)
+                 "not 0, 1, 0, 1, ...", call_learner("n_kv=2, n_rep=3", fn, x, 3), _repeat_kv(x, 3), atol=0)
     for i in range(5):
         B, n_kv, T, hd, n_rep = (int(n) for n in torch.randint(1, 5, (5,), generator=rng))
         x = torch.randn(B, n_kv, T, hd, generator=rng)
         case = f"case {i}: x {tuple(x.shape)}, n_rep={n_rep}"
-        expect_close(case, _call(case, fn, x, n_rep), _repeat_kv(x, n_rep), atol=0)
+        expect_close(case, call_learner(case, fn, x, n_rep), _repeat_kv(x, n_rep), atol=0)
 
 
 def _reference(x, weights, n_heads, n_kv, mask):
@@ -55,7 +47,7 @@ def _reference(x, weights, n_heads, n_kv, mask):
 
 
 def _build(cls, rng, d_model, n_heads, n_kv, case):
-    layer = _call(case, cls, d_model, n_heads, n_kv)
+    layer = call_learner(case, cls, d_model, n_heads, n_kv)
     expect(isinstance(layer, nn.Module), f"[{case}] GroupedQueryAttention(...) should be an nn.Module")
     kv_width = n_kv * (d_model // n_heads)
     weights = []
@@ -77,7 +69,7 @@ def _build(cls, rng, d_model, n_heads, n_kv, case):
 def _compare(cls, rng, B, T, d_model, n_heads, n_kv, mask, case):
     layer, weights = _build(cls, rng, d_model, n_heads, n_kv, case)
     x = torch.randn(B, T, d_model, generator=rng)
-    got = _call(case, layer, x) if mask is None else _call(case, layer, x, mask)
+    got = call_learner(case, layer, x) if mask is None else call_learner(case, layer, x, mask)
     if not (isinstance(got, tuple) and len(got) == 2):
         raise CheckFailed(f"[{case}] forward should return a tuple (output, weights), got {type(got).__name__}")
     out, w = _reference(x, weights, n_heads, n_kv, mask)

@@ -2,7 +2,7 @@
 rotate queries and keys instead of being added to the input."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close
 
 
 def reference(x, positions=None, base=10000.0):
@@ -17,13 +17,6 @@ def reference(x, positions=None, base=10000.0):
     return out.to(x.dtype)
 
 
-def _call(case, fn, *args, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except (CheckFailed, NotImplementedError):
-        raise
-    except Exception as error:  # noqa: BLE001 - the learner's code
-        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
 def _shape(rng, d=None):
@@ -38,16 +31,16 @@ def check_rope(fn, rng):
     """Default positions 0..T-1 on random shapes: pairs (2i, 2i+1), angle p·base^(-2i/d), counter-clockwise."""
     x = torch.randn(2, 6, 8, generator=rng)
     expect_close("x (2, 6, 8): rotate the *adjacent* pairs (x[2i], x[2i+1]) - the pairs of the sinusoidal "
-                 "table - counter-clockwise, by p·10000^(-2i/d)", _call("x (2, 6, 8)", fn, x), reference(x), atol=1e-5)
+                 "table - counter-clockwise, by p·10000^(-2i/d)", call_learner("x (2, 6, 8)", fn, x), reference(x), atol=1e-5)
     for i in range(5):
         x = torch.randn(*_shape(rng), generator=rng)
         case = f"case {i}: x {tuple(x.shape)}"
-        expect_close(case, _call(case, fn, x), reference(x), atol=1e-5)
+        expect_close(case, call_learner(case, fn, x), reference(x), atol=1e-5)
     x = torch.randn(3, 1, 4, generator=rng)
-    expect_close("one token, x (3, 1, 4): position 0 is the identity", _call("x (3, 1, 4)", fn, x), x, atol=1e-6)
+    expect_close("one token, x (3, 1, 4): position 0 is the identity", call_learner("x (3, 1, 4)", fn, x), x, atol=1e-6)
     x = torch.randn(5, 6, generator=rng)
     case = "base=500.0, x (5, 6)"
-    expect_close(case, _call(case, fn, x, base=500.0), reference(x, base=500.0), atol=1e-5)
+    expect_close(case, call_learner(case, fn, x, base=500.0), reference(x, base=500.0), atol=1e-5)
 
 
 @exercise("05.rope-positions", points=2, uses="apply_rotary")
@@ -56,19 +49,19 @@ def check_positions(fn, rng):
     x = torch.randn(2, 4, 8, generator=rng)
     offset = torch.arange(10, 14)
     case = "x (2, 4, 8), positions 10..13 (tokens appended after a 10-token cache)"
-    expect_close(case, _call(case, fn, x, offset), reference(x, offset), atol=1e-5)
+    expect_close(case, call_learner(case, fn, x, offset), reference(x, offset), atol=1e-5)
     x = torch.randn(3, 5, 6, generator=rng)
     per_row = torch.randint(0, 100, (3, 5), generator=rng)
     case = "x (3, 5, 6), positions (3, 5): each sequence has its own positions"
-    expect_close(case, _call(case, fn, x, per_row), reference(x, per_row), atol=1e-5)
+    expect_close(case, call_learner(case, fn, x, per_row), reference(x, per_row), atol=1e-5)
     x = torch.randn(2, 6, 16, generator=rng) * 3
     far = torch.randint(15000, 20001, (6,), generator=rng)
     case = f"x (2, 6, 16), positions {far.tolist()}: compute the angles in float64"
-    expect_close(case, _call(case, fn, x, far), reference(x, far), atol=2e-5)
+    expect_close(case, call_learner(case, fn, x, far), reference(x, far), atol=2e-5)
     # relative: rotating q at p and k at p + s gives the same score for every p
     q, k = torch.randn(1, 8, generator=rng), torch.randn(1, 8, generator=rng)
     shift = int(torch.randint(1, 20, (1,), generator=rng))
-    scores = [(_call("relative", fn, q, torch.tensor([p])) * _call("relative", fn, k, torch.tensor([p + shift]))).sum().item()
+    scores = [(call_learner("relative", fn, q, torch.tensor([p])) * call_learner("relative", fn, k, torch.tensor([p + shift]))).sum().item()
               for p in (0, 7, 1000)]
     expect(max(scores) - min(scores) < 1e-4, f"[q at p, k at p + {shift}, p = 0, 7, 1000] the scores "
            f"{[round(s, 5) for s in scores]} should not depend on p: RoPE's score depends on the offset only")
@@ -76,7 +69,7 @@ def check_positions(fn, rng):
         x = torch.randn(*_shape(rng), generator=rng, dtype=torch.float64)
         pos = torch.randint(0, 5000, (x.shape[-2],), generator=rng)
         case = f"case {i}: float64 x {tuple(x.shape)}, random positions"
-        got = _call(case, fn, x, pos)
+        got = call_learner(case, fn, x, pos)
         expect(isinstance(got, torch.Tensor) and got.dtype == torch.float64,
                f"[{case}] return x's dtype (float64), got {getattr(got, 'dtype', type(got).__name__)}")
         expect_close(case, got, reference(x, pos), atol=1e-9, rtol=1e-9)
@@ -98,4 +91,4 @@ def check_odd(fn, rng):
             raise CheckFailed(f"[{case}] expected a ValueError naming the size, got {type(error).__name__}: {error}") from None
         raise CheckFailed(f"[{case}] expected a ValueError, but got a result of shape {tuple(getattr(got, 'shape', ()))}")
     x = torch.randn(4, 2, generator=rng)
-    expect_close("x (4, 2): d = 2 is one pair", _call("x (4, 2)", fn, x), reference(x), atol=1e-5)
+    expect_close("x (4, 2): d = 2 is one pair", call_learner("x (4, 2)", fn, x), reference(x), atol=1e-5)

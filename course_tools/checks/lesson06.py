@@ -5,7 +5,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, exercise, expect, expect_close
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close
 
 
 def _table(max_len, d):
@@ -23,17 +23,10 @@ def _reference(weight, ids, start, padding_idx):
     return tokens + _table(start + ids.shape[-1], d)[start:]
 
 
-def _call(case, fn, *args, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except (CheckFailed, NotImplementedError):
-        raise
-    except Exception as error:  # noqa: BLE001 - the learner's code
-        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
 def _build(cls, case, vocab, d, max_len, padding_idx, rng=None):
-    module = _call(case, cls, vocab, d, max_len, padding_idx)
+    module = call_learner(case, cls, vocab, d, max_len, padding_idx)
     expect(isinstance(module, nn.Module), f"[{case}] TokenAndPositionEmbedding(...) should be an nn.Module")
     weight = getattr(module, "weight", None)
     expect(isinstance(weight, nn.Parameter) and tuple(weight.shape) == (vocab, d),
@@ -71,7 +64,7 @@ def check_forward(cls, rng):
     weight = module.weight.detach().clone()
     ids = _ids(rng, vocab, 2, 5, 0, False)
     case = "vocab 30, d_model 16, ids (2, 5), start=0"
-    got = _call(case, module, ids)
+    got = call_learner(case, module, ids)
     if isinstance(got, torch.Tensor) and got.shape == (2, 5, d):
         pe = _table(5, d)
         for guess, hint in ((weight[ids] + pe, "the token rows are not multiplied by √d_model = 4"),
@@ -85,7 +78,7 @@ def check_forward(cls, rng):
         case = f"case {i}: vocab {vocab}, d_model {d}, ids ({B}, {T}), start={start}"
         module = _build(cls, case, vocab, d, 64, padding_idx, rng)
         ids = _ids(rng, vocab, B, T, padding_idx, False)
-        got = _call(case, module, ids, start=start)
+        got = call_learner(case, module, ids, start=start)
         expect_close(case, got, _reference(module.weight.detach(), ids, start, padding_idx), atol=1e-5)
         expect(got.requires_grad, f"[{case}] the output does not depend on `weight` through autograd")
 
@@ -101,7 +94,7 @@ def check_padding(cls, rng):
         module = _build(cls, case, vocab, d, 64, padding_idx, rng)
         weight = module.weight.detach().clone()
         ids = _ids(rng, vocab, B, T, padding_idx, True)
-        got = _call(case, module, ids, start=start)
+        got = call_learner(case, module, ids, start=start)
         expect_close(case, got, _reference(weight, ids, start, padding_idx), atol=1e-5,
                      name="output (a padding token gets the position vector only)")
         upstream = torch.randn(got.shape, generator=rng)

@@ -3,20 +3,13 @@ padded batch with running statistics (train and eval modes)."""
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, exercise, expect, expect_close
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close
 
 BATCH_NORM = ("torch.nn.functional:batch_norm", "torch:batch_norm", "torch:native_batch_norm",
               "torch.nn:BatchNorm1d", "torch.nn:BatchNorm2d", "torch.nn:SyncBatchNorm",
               "torch.nn.functional:instance_norm", "torch.nn:LazyBatchNorm1d")
 
 
-def _call(case, fn, *args, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except (CheckFailed, NotImplementedError):
-        raise
-    except Exception as error:  # noqa: BLE001 - the learner's code
-        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
 def _rms_reference(x, weight, eps):
@@ -25,7 +18,7 @@ def _rms_reference(x, weight, eps):
 
 
 def _compare_rms(fn, x, weight, eps, case, atol=1e-5, pass_eps=True):
-    got = _call(case, fn, x, weight, eps) if pass_eps else _call(case, fn, x, weight)
+    got = call_learner(case, fn, x, weight, eps) if pass_eps else call_learner(case, fn, x, weight)
     expected = _rms_reference(x, weight, eps)
     expect(isinstance(got, torch.Tensor) and got.dtype == x.dtype,
            f"[{case}] return x's dtype ({x.dtype}), got {getattr(got, 'dtype', type(got).__name__)}")
@@ -57,7 +50,7 @@ def check_rms(fn, rng):
 
 
 def _build(cls, case, d, momentum=0.1):
-    module = _call(case, cls, d, eps=1e-5, momentum=momentum)
+    module = call_learner(case, cls, d, eps=1e-5, momentum=momentum)
     expect(isinstance(module, nn.Module), f"[{case}] MaskedBatchNorm(...) should be an nn.Module")
     for name, value in (("weight", 1.0), ("bias", 0.0)):
         p = getattr(module, name, None)
@@ -113,14 +106,14 @@ def check_train(cls, rng):
         module = _build(cls, case, d)
         reference = nn.BatchNorm1d(d, eps=1e-5, momentum=0.1).train()
         _randomize_affine(module, reference, rng, d)
-        got = _call(case, module, x, mask)
+        got = call_learner(case, module, x, mask)
         expect_close(case, got, _reference_output(reference, x, mask).detach(), atol=1e-4)
     d = 3
     x = torch.randn(2, 4, d, generator=rng)
     case = "attention_mask=None: every token is real"
     module = _build(cls, case, d)
     reference = nn.BatchNorm1d(d).train()
-    expect_close(case, _call(case, module, x), reference(x.reshape(-1, d)).reshape(x.shape).detach(), atol=1e-4)
+    expect_close(case, call_learner(case, module, x), reference(x.reshape(-1, d)).reshape(x.shape).detach(), atol=1e-4)
 
 
 @exercise("07.masked-bn-running", points=2, uses="MaskedBatchNorm", forbids=BATCH_NORM)
@@ -131,22 +124,22 @@ def check_running(cls, rng):
         case = f"trial {trial}: d={d}, momentum={momentum}, 3 training batches with padding"
         module = _build(cls, case, d, momentum)
         reference = nn.BatchNorm1d(d, eps=1e-5, momentum=momentum).train()
-        _call(case, module.train)
+        call_learner(case, module.train)
         for step in range(3):
             B, T = (int(n) for n in torch.randint(2, 6, (2,), generator=rng))
             x, mask = _batch(rng, B, T, d)
-            _call(case, module, x, mask)
+            call_learner(case, module, x, mask)
             _reference_output(reference, x, mask)
         what = "running_var: the unbiased variance (n / (n - 1)) of the real tokens, new = (1 - momentum)·old + momentum·batch"
         expect_close(f"{case}: running_mean (new = (1 - momentum)·old + momentum·batch mean)",
                      module.running_mean, reference.running_mean, atol=1e-4, name="running_mean")
         expect_close(f"{case}: {what}", module.running_var, reference.running_var, atol=1e-4, name="running_var")
-        _call(case, module.eval)
+        call_learner(case, module.eval)
         reference.eval()
         x, mask = _batch(rng, 2, 5, d)
         case_eval = f"{case}, then eval(): normalise with the running statistics, and leave them unchanged"
         with torch.no_grad():
-            got = _call(case_eval, module, x, mask)
+            got = call_learner(case_eval, module, x, mask)
             expected = _reference_output(reference, x, mask)
         expect_close(case_eval, got, expected, atol=1e-4)
         expect_close(case_eval, module.running_mean, reference.running_mean, atol=1e-6, name="running_mean after eval")

@@ -3,16 +3,9 @@ ReZero (one scalar g starting at 0) and LayerScale (one g per channel)."""
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, exercise, expect, expect_close
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close
 
 
-def _call(case, fn, *args, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except (CheckFailed, NotImplementedError):
-        raise
-    except Exception as error:  # noqa: BLE001 - the learner's code
-        raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
 def _randomize(module, rng, scale=0.5):
@@ -48,7 +41,7 @@ def _compare(case, module, sub, gate_value, x, rng):
     """Output and the gradients reaching x, the gate and the sublayer's parameters."""
     upstream = torch.randn(x.shape, generator=rng)
     x_ours = x.clone().requires_grad_()
-    got = _call(case, module, x_ours)
+    got = call_learner(case, module, x_ours)
     g = gate_value.clone().requires_grad_()
     x_ref = x.clone().requires_grad_()
     sub.zero_grad()
@@ -85,7 +78,7 @@ def check_rezero(cls, rng):
         sub = _sublayer(rng, d, kind)
         x = _x(rng, d) * 2 + 1
         case = f"case {i}: {kind} sublayer, x {tuple(x.shape)}, the gate set to a random value"
-        module = _call(case, cls, sub)
+        module = call_learner(case, cls, sub)
         gate = _gate(case, module, ())
         value = torch.randn((), generator=rng) + 1.5
         with torch.no_grad():
@@ -100,15 +93,15 @@ def check_rezero_init(cls, rng):
     sub = _sublayer(rng, d, "mlp")
     x = _x(rng, d)
     case = f"GatedResidual(mlp) just built, x {tuple(x.shape)}"
-    module = _call(case, cls, sub)
+    module = call_learner(case, cls, sub)
     gate = _gate(case, module, ())
     expect(float(gate.detach()) == 0.0, f"[{case}] ReZero's gate starts at 0, got {float(gate.detach())}")
-    out = _call(case, module, x)
+    out = call_learner(case, module, x)
     expect_close(case, out, x, atol=0, rtol=0, name="output at initialisation (exactly x)")
     _compare(case + " (the gate's gradient is sum(upstream · sublayer(x)); the sublayer's is 0)",
              module, sub, torch.zeros(()), x, rng)
     case = "GatedResidual(sublayer, init=0.5)"
-    module = _call(case, cls, _sublayer(rng, d, "linear"), init=0.5)
+    module = call_learner(case, cls, _sublayer(rng, d, "linear"), init=0.5)
     expect(float(_gate(case, module, ()).detach()) == 0.5, f"[{case}] the gate should start at `init` = 0.5")
 
 
@@ -121,7 +114,7 @@ def check_layerscale(cls, rng):
         x = _x(rng, d)
         init = float(torch.rand((), generator=rng)) * 0.1 + 1e-4
         case = f"case {i}: GatedResidual({kind}, d={d}, init={init:.4g}), x {tuple(x.shape)}"
-        module = _call(case, cls, sub, d=d, init=init)
+        module = call_learner(case, cls, sub, d=d, init=init)
         gate = _gate(case, module, (d,))
         expect_close(case, gate.detach(), torch.full((d,), init), atol=1e-7, name="the gate at initialisation")
         value = torch.randn(d, generator=rng)
