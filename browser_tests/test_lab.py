@@ -10,6 +10,8 @@ the saved file too. No first-run pop-up (the Jupyter news question) may appear.
 
 A second test opens the stored lesson 01 (as committed) next to the learner's copy of its exercise
 (`course start 01`): two tabs with different titles, neither marked modified once its kernel is up.
+A third test opens a Terminal from the File menu and types `course check 01`: the command is found
+(the server puts the course environment's bin/ first on PATH) and prints the self-check's verdict.
 Screenshots: build/screenshots/lab_*.png.
 """
 from __future__ import annotations
@@ -205,5 +207,86 @@ def test_lesson_and_exercise_open_as_two_tabs_with_their_own_titles_and_unmodifi
         assert not dirty and not any(d for _, d in models), \
             f"marked modified right after opening: {dirty} {models} (lessons are stored with the metadata " \
             "JupyterLab writes by `course store`; `course start` writes it into the copy)"
+    finally:
+        context.close()
+
+
+# ------------------------------------------------------------------ `course check` in JupyterLab's own terminal
+
+@pytest.fixture
+def terminal_server(tmp_path):
+    """JupyterLab as `make lab` starts it (its environment: the course's bin/ first on PATH, a
+    non-login shell in its terminals), on an empty learner folder, with the app exposed to the page
+    so that the test can read the terminal's buffer whatever renderer xterm.js picked."""
+    root = tmp_path / "course"
+    root.mkdir()
+    env = {"JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "user-settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "OMP_NUM_THREADS": "1"}
+    lab.configure()
+    try:
+        with lab.serve(root, tmp_path / "lab.log", env=env,
+                       extra=[f"--ServerApp.root_dir={root}", "--LabApp.default_url=/lab",
+                              "--LabApp.expose_app_in_browser=True"]) as (base, token):
+            yield {"base": base, "token": token, "root": root, "log": tmp_path / "lab.log"}
+    except RuntimeError as error:
+        pytest.fail(str(error))
+
+
+#: The text of the current terminal: xterm.js's own buffer (the same whether it draws with the DOM,
+#: a canvas or WebGL), else the DOM renderer's rows.
+TERMINAL_TEXT = """() => {
+    const widget = window.jupyterapp.shell.currentWidget;
+    const term = widget && widget.content && widget.content._term;
+    if (term && term.buffer) {
+        const buffer = term.buffer.active, lines = [];
+        for (let i = 0; i < buffer.length; i++) {
+            const line = buffer.getLine(i);
+            lines.push(line ? line.translateToString(true) : '');
+        }
+        return lines.join('\\n').replace(/\\s+$/, '');
+    }
+    const rows = document.querySelector('.jp-Terminal:not(.lm-mod-hidden) .xterm-rows');
+    return rows ? rows.innerText : '';
+}"""
+
+
+#: What a shell says for a command it cannot find (bash: "course: command not found"; dash: "course: not found").
+NOT_FOUND = re.compile(r"course: (command )?not found|command not found", re.I)
+
+
+def test_course_check_runs_in_jupyterlab_terminal(browser, terminal_server, screenshots):
+    """File > New > Terminal, then `course check 01` as a learner types it: the command is found
+    (the server put the course's bin/ first on PATH) and prints the self-check's verdict."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(f"{terminal_server['base']}/lab?token={terminal_server['token']}",
+                  wait_until="domcontentloaded")
+        page.wait_for_function("() => !!window.jupyterapp", timeout=120_000)
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^File$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^New$")).hover()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Terminal$")).click()
+        page.locator(".jp-Terminal").first.wait_for(state="visible", timeout=60_000)
+        # The shell's prompt is there: the terminal is connected and ready for input.
+        page.wait_for_function(f"() => ({TERMINAL_TEXT})().trim().length > 0", timeout=60_000)
+        page.locator(".jp-Terminal .xterm").first.click()
+        page.keyboard.type("course check 01")
+        page.keyboard.press("Enter")
+
+        verdict = re.compile(r"checks passed: \d+ / \d+")
+        deadline = time.monotonic() + 120
+        text = ""
+        while time.monotonic() < deadline:
+            text = page.evaluate(TERMINAL_TEXT)
+            if verdict.search(text) or NOT_FOUND.search(text):
+                break
+            page.wait_for_timeout(1000)
+        page.screenshot(path=str(screenshots / "lab_terminal_course_check.png"))
+        assert not NOT_FOUND.search(text), f"`course` is not on the terminal's PATH:\n{text[-2000:]}"
+        assert "running: pytest --nbval-lax exercises/01_scale_sqrt_dk.ipynb" in text, text[-2000:]
+        assert verdict.search(text), f"no verdict from `course check 01` within 120 s:\n{text[-2000:]}"
+        # One PASS/FAIL line for each of lesson 01's checks.
+        assert re.search(r"^\s*(PASS|FAIL)\s+01\.", text, re.M), text[-2000:]
     finally:
         context.close()
