@@ -135,6 +135,13 @@ def _subreaper() -> None:
         pass
 
 
+# The learner's process runs the driver of this very course (`course`, which the namespace keeps
+# reachable), whatever an isolated interpreter would find first on its own path (an editable
+# install of another checkout, a wheel in site-packages).
+_DRIVER = ("import sys; sys.path.insert(0, {root!r}); import runpy; "
+           "runpy.run_module('course_tools.driver', run_name='__main__', alter_sys=True)")
+
+
 def _open_temp_dir() -> str:
     """The system temp folder, unless it lies under a closed folder (then /tmp or /dev/shm)."""
     for candidate in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
@@ -225,7 +232,7 @@ class Sandbox:
                 os.setuid(uid)
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-B", "-m", "course_tools.driver"], cwd=self.dir, env=env,
+                [sys.executable, "-I", "-B", "-c", _DRIVER.format(root=str(course))], cwd=self.dir, env=env,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=None if os.environ.get("COURSE_GRADE_DEBUG") else subprocess.DEVNULL,
                 start_new_session=True, preexec_fn=preexec, pass_fds=(to_child_r, from_child_w))
