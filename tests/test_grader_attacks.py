@@ -265,7 +265,6 @@ def test_honest_and_harmless_variants_get_full_marks(graded, name):
 def test_no_process_left_and_no_tracked_file_changed(graded):
     assert graded["leftovers"] == []
     assert graded["course_unchanged"], "a course file changed while grading hostile submissions"
-    assert graded["reports"]["_victim_after"]["score"] == MAX
 
 
 def test_learner_cannot_write_the_course_or_another_submission(graded):
@@ -273,6 +272,7 @@ def test_learner_cannot_write_the_course_or_another_submission(graded):
         pytest.skip(ROOT_ONLY)
     assert graded["course_victim_unchanged"], "the learner's process wrote a file of the course"
     assert graded["victim_unchanged"], "another student's submission changed"
+    assert graded["reports"]["_victim_after"]["score"] == MAX
 
 
 def test_feedback_never_carries_the_environment(graded, monkeypatch):
