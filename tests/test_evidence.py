@@ -89,6 +89,7 @@ def _run_optimised(code: str, cwd=ROOT) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.notebooks   # a Python subprocess: seconds, not milliseconds
 def test_claims_fail_under_python_O():
     result = _run_optimised(
         "import torch\n"
@@ -107,6 +108,7 @@ def test_claims_fail_under_python_O():
         result.stderr
 
 
+@pytest.mark.notebooks   # runs lesson 01's cells in a subprocess
 def test_a_lessons_evidence_cell_fails_under_python_O_when_its_claim_is_false():
     """Lesson 01's code cells up to its evidence cell, run as a script under `python -O`, with the
     first claim of the evidence cell given a threshold nothing can meet: the script must fail there,
