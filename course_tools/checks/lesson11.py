@@ -59,7 +59,8 @@ def _compare(case, got, attn, x_new, cache, dtype):
     ok = isinstance(got, (tuple, list)) and len(got) == 2
     expect(ok, f"[{case}] return a pair (out, (k, v)), got {type(got).__name__}")
     out, new_cache = got
-    tol = 1e-9 if dtype == torch.float64 else 2e-5
+    # float32 rounding grows with the values' size (the "large inputs" cases reach |out| ~ 30)
+    tol = (1e-9 if dtype == torch.float64 else 2e-5) * max(1.0, float(expected_out.abs().max()))
     if torch.is_tensor(out) and out.shape == expected_out.shape and not torch.isnan(out).any() \
             and not torch.allclose(out.to(dtype), expected_out, atol=tol, rtol=1e-4):
         for variant, hint in _HINTS.items():
@@ -103,7 +104,8 @@ def _sequence(fn, rng, dtype, sizes, label, scale=1.0, own_cache=True, empty_cac
             got = fn(attn, x_new.clone(), None if given is None else tuple(c.clone() for c in given))
             cache = _compare(case, got, attn, x_new, given, dtype)
             expect_close(case + " (vs the full causal pass)", got[0], full[:, start:start + n],
-                         atol=1e-9 if dtype == torch.float64 else 2e-5, rtol=1e-4, name="out")
+                         atol=(1e-9 if dtype == torch.float64 else 2e-5) * max(1.0, float(full.abs().max())),
+                         rtol=1e-4, name="out")
         start += n
 
 

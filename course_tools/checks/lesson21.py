@@ -155,6 +155,7 @@ def check_hugging_face(fn, rng):
         max_length = [32, 64, 128, 48, 100, 384][case]
         q_ids = tokenizer(question, add_special_tokens=False)["input_ids"]
         c_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
+        max_length = max(max_length, len(q_ids) + 8)   # a long question still leaves room for context
         stride = _randint(rng, 0, max_length - len(q_ids) - 4)
         expected = tokenizer(question, context, truncation="only_second", max_length=max_length,
                              stride=stride, return_overflowing_tokens=True)["input_ids"]
