@@ -32,13 +32,6 @@ AS_ROOT = os.geteuid() == 0
 ROOT_ONLY = "needs root: as an ordinary user the learner's process runs as you and can write your files"
 
 
-def _answers(stem):
-    """The solution's source of each answer cell of the exercise."""
-    exercise = nbformat.read(ROOT / "exercises" / stem, as_version=4)
-    solution = {c.id: c.source for c in nbformat.read(ROOT / "solutions" / stem, as_version=4).cells}
-    return [solution[c.id] for c in exercise.cells if "answer" in c.metadata.get("tags", [])]
-
-
 SDPA = ANSWER
 MARKER = "1234.5"   # the detached grandchild's `sleep` argument, to find it afterwards
 
