@@ -6,6 +6,20 @@ can show, for every lesson and every seed, how far each claim was from failing:
 
     claim("plain-32 trains worse than plain-4 (final loss gap)", gap, ">", 0.1)
     claim_close("notebook attention == course_lib attention", ours, library, atol=1e-6)
+    identity("2 of 12 layers are removed", removed, ">=", 2, why="set by the configuration")
+
+Claims are of four kinds, and the sweep ranks only the first:
+
+- **evidence** (`claim`): a measurement that could have come out otherwise (a trained model, a
+  random draw). Its distance from the threshold, in units of its range over the sweep's seeds, is
+  what the README's robustness table ranks.
+- **identity** (`identity`, or `claim(..., kind="identity", why=...)`): a value fixed by
+  construction: a count set by the configuration, a property the architecture guarantees,
+  arithmetic. Shown in the notebook as "≡ by construction"; a derivation checked, not evidence.
+- **deterministic** (`claim(..., kind="deterministic", why=...)`): a measurement of something fixed,
+  such as MiniLM's pretrained weights or a closed-form curve: it could have come out otherwise,
+  but no seed moves it, so it has no seed range.
+- **equality** (`claim_close`): code built in the open against its `course_lib` twin.
 
 When the environment variable COURSE_CLAIMS_FILE names a file, every claim is appended to it as
 one JSON line (the sweep sets it per run); otherwise claims are only kept in `RECORDED`.
@@ -28,6 +42,12 @@ import sys
 import torch
 
 _OPERATORS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+
+#: The kinds a claim can be declared as (see the module docstring); `claim_close` records "equality".
+KINDS = ("evidence", "identity", "deterministic")
+#: How each kind is marked in a notebook's list of claims (after ✓ or ✗).
+KIND_LABELS = {"evidence": "", "identity": "by construction", "deterministic": "fixed input",
+               "equality": ""}
 
 #: Every claim made in this process, in order (what the sweep reads when no file is set).
 RECORDED: list[dict] = []
@@ -73,11 +93,18 @@ _SYMBOLS = {">": ">", ">=": "≥", "<": "<", "<=": "≤"}
 
 
 def _claim_line(entry: dict) -> tuple[str, str, str]:
-    """(mark, statement, 'measured V, claimed OP T') of one recorded claim."""
+    """(mark, statement, 'measured V, claimed OP T') of one recorded claim; a claim that is not
+    evidence says so before its statement ("by construction: ..." with its reason after)."""
     mark = "✓" if entry["held"] else "✗"
     numbers = (f"measured {entry['value']:.4g}, claimed {_SYMBOLS.get(entry['op'], entry['op'])} "
                f"{entry['threshold']:.4g}")
-    return mark, entry["statement"], numbers
+    label = KIND_LABELS.get(entry.get("kind", "evidence"), "")
+    statement = entry["statement"]
+    if label:
+        statement = f"[{label}] {statement}"
+        if entry.get("why"):
+            numbers += f" — {entry['why']}"
+    return mark, statement, numbers
 
 
 class ClaimsSummary:
@@ -176,21 +203,42 @@ def install_notebook_display(shell=None) -> bool:
     return True
 
 
-def claim(statement: str, value, op: str, threshold) -> ClaimResult:
+def claim(statement: str, value, op: str, threshold, *, kind: str = "evidence",
+          why: str | None = None) -> ClaimResult:
     """Assert `value op threshold` (op one of > >= < <=); record it; return the relative margin
     (a `ClaimResult`: a float that a notebook shows as the claim's ✓ line).
 
     `statement` says what is claimed in words; the ClaimFailed (an AssertionError) repeats it with
-    the numbers. Raised explicitly: it fails under `python -O` too.
+    the numbers. Raised explicitly: it fails under `python -O` too. `kind` is "evidence" (default),
+    "identity" or "deterministic" (see the module docstring); the last two need `why`, one line
+    saying what fixes the value. Evidence may carry a `why` too: an evidence claim whose value is
+    the same in every sweep run (a trained error rate at its floor of 0 in every run) must say why.
     """
+    return _claim(statement, value, op, threshold, kind, why)
+
+
+def identity(statement: str, value, op: str, threshold, *, why: str) -> ClaimResult:
+    """A value fixed by construction (`why` says by what), checked and shown as such; the sweep
+    keeps it out of the evidence ranking. Same as `claim(..., kind="identity", why=why)`."""
+    return _claim(statement, value, op, threshold, "identity", why)
+
+
+def _claim(statement: str, value, op: str, threshold, kind: str, why: str | None) -> ClaimResult:
     if op not in _OPERATORS:
         raise ValueError(f"op: expected one of {sorted(_OPERATORS)}, got {op!r}")
+    if kind not in KINDS and kind != "equality":
+        raise ValueError(f"kind: expected one of {list(KINDS)}, got {kind!r}")
+    if kind in ("identity", "deterministic") and not (isinstance(why, str) and why.strip()):
+        raise ValueError(f"why: a claim of kind {kind!r} needs a one-line reason (what fixes "
+                         f"the value), got {why!r}")
     value = _as_float("value", value)
     threshold = _as_float("threshold", threshold)
     held = (not math.isnan(value)) and _OPERATORS[op](value, threshold)
     absolute, relative = margin_of(value, op, threshold)
     entry = {"statement": statement, "value": value, "op": op, "threshold": threshold,
-             "margin": absolute, "relative_margin": relative, "held": bool(held)}
+             "margin": absolute, "relative_margin": relative, "held": bool(held), "kind": kind}
+    if why:
+        entry["why"] = why
     _record(entry)
     if not held:
         raise ClaimFailed(f"{statement}: measured {value:.4g}, claimed {op} {threshold:.4g}")
@@ -209,12 +257,12 @@ def claim_close(statement: str, got, expected, atol: float = 1e-6) -> ClaimResul
                 if not isinstance(expected, torch.Tensor) else expected)
     if got.shape != expected.shape:
         _record({"statement": statement, "value": math.inf, "op": "<=", "threshold": atol,
-                 "margin": -math.inf, "relative_margin": -math.inf, "held": False})
+                 "margin": -math.inf, "relative_margin": -math.inf, "held": False, "kind": "equality"})
         raise ClaimFailed(f"{statement}: shapes differ, got {tuple(got.shape)}, "
                           f"expected {tuple(expected.shape)}")
     gap = (got.detach().double().cpu() - expected.detach().double().cpu()).abs()
     largest = gap.max().item() if gap.numel() else 0.0
-    return claim(statement + " (largest difference)", largest, "<=", atol)
+    return _claim(statement + " (largest difference)", largest, "<=", atol, "equality", None)
 
 
 install_notebook_display()

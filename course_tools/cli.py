@@ -54,6 +54,17 @@ def cmd_sweep(args) -> int:
         runs_table, claims_table = sweep(_select(args.only), runs, jobs=args.jobs, timeout=args.timeout)
     table = robustness_table(runs_table, claims_table)
     print(table.to_markdown(index=False))
+    if len(claims_table):
+        from .sweep import MIN_SEED_RANGES, claim_spread, thin_claims, undeclared_constants
+        spread = claim_spread(claims_table)
+        columns = ["lesson", "statement", "min", "max", "op", "threshold", "seed ranges"]
+        for title, found in [(f"evidence claims fewer than {MIN_SEED_RANGES:g} seed ranges from "
+                              f"their threshold", thin_claims(spread)),
+                             ("evidence claims that never moved (declare them identity or "
+                              "deterministic, with why=...)", undeclared_constants(spread))]:
+            if len(found):
+                print(f"\n{title}:")
+                print(found[columns].to_markdown(index=False))
     failed = runs_table[runs_table["claims held"] != "yes"]
     if len(failed):
         print("\nruns whose claims did not hold:")
@@ -61,7 +72,7 @@ def cmd_sweep(args) -> int:
     if args.update_readme:
         update_readme(table, runs)
         print("README.md robustness table updated")
-    print("per-claim values: build/sweep.csv; per run: build/sweep_runs.csv")
+    print("per-claim values: build/sweep.csv, summary docs/sweep/claims.csv; per run: build/sweep_runs.csv")
     return 0 if failed.empty else 1
 
 
@@ -266,9 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     p.add_argument("--update-readme", action="store_true", help="write the README timing table")
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("sweep", help="run lessons at seeds 0-4 and with 2 threads; write build/sweep.csv")
+    p = sub.add_parser("sweep", help="run lessons at seeds 0-9 and with 2 threads; write build/sweep.csv")
     p.add_argument("--only", nargs="*", help="lesson numbers or ids")
-    p.add_argument("--seeds", nargs="*", type=int, default=None, help="instead of 0-4 (+ 1 with 2 threads)")
+    p.add_argument("--seeds", nargs="*", type=int, default=None, help="instead of 0-9 (+ 1 with 2 threads)")
     p.add_argument("--threads-run", action="store_true", help="with --seeds: add a 2-thread run")
     p.add_argument("--jobs", type=int, default=1, help="lessons run in parallel (worker processes)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per cell")

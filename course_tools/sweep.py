@@ -1,4 +1,4 @@
-"""`course sweep`: every lesson at seeds 0-4, and at SEED=1 with 2 torch threads.
+"""`course sweep`: every lesson at seeds 0-9, and at SEED=1 with 2 torch threads.
 
 A claim that holds at one seed on one machine may be a coin flip. The sweep re-runs each lesson
 under several seeds and once with another thread count (reductions then round differently, as
@@ -7,8 +7,13 @@ they would on another CPU), reads every `claim(...)` the evidence cells recorded
 
 - `build/sweep.csv`: one row per lesson, run and claim: measured value, threshold, margin;
 - `build/sweep_runs.csv`: one row per lesson and run: seconds, claims held, error;
+- `docs/sweep/claims.csv` (committed): one row per lesson and claim over all the runs: its kind,
+  lowest and highest value, threshold, and how many seed ranges its worst run sat from failing,
+  so that the table can be checked (and the cheat sheet show ranges) without re-running;
 - with `--update-readme`, the README's robustness table (between `<!-- sweep:begin -->` and
-  `<!-- sweep:end -->`): per lesson, the runs whose claims held and the thinnest margin;
+  `<!-- sweep:end -->`): per lesson, the runs whose claims held, the evidence claim with the
+  fewest seed ranges between its worst run and its threshold, and the count of the claims that
+  are not evidence (identities, fixed-input measurements, equalities with `course_lib`);
 - `docs/sweep/checked_outputs.json` (committed): per lesson and `# NBVAL_CHECK_OUTPUT` cell, the text
   each run printed there, read from the executed notebooks the sweep keeps. A checked output is
   compared character by character by nbval on whatever CPU runs the tests, so it must be an exact
@@ -54,7 +59,12 @@ def _read_claims(claims_file: Path) -> list[dict]:
     return [json.loads(line) for line in claims_file.read_text(encoding="utf-8").splitlines()]
 
 
-DEFAULT_RUNS = [Run(f"seed {s}", s) for s in range(5)] + [Run("seed 1, 2 threads", 1, threads=2)]
+DEFAULT_RUNS = [Run(f"seed {s}", s) for s in range(10)] + [Run("seed 1, 2 threads", 1, threads=2)]
+
+#: Where the per-claim summary over the runs is committed (see `claim_spread`).
+CLAIMS_CSV = ROOT / "docs" / "sweep" / "claims.csv"
+#: An evidence claim's worst run must sit at least this many seed ranges from its threshold.
+MIN_SEED_RANGES = 3.0
 
 
 def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dict, list[dict]]:
@@ -84,9 +94,10 @@ def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dic
 
 
 def sweep(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, jobs: int = 1, timeout: int = 900,
-          out_dir: Path = BUILD / "sweep",
-          checked_file: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+          out_dir: Path = BUILD / "sweep", checked_file: Path | None = None,
+          claims_csv: Path | None = CLAIMS_CSV) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every lesson under every run; return (runs table, claims table) and write both CSVs,
+    the swept lessons' rows of the committed per-claim summary `claims_csv` (`write_claims_csv`),
     and the checked outputs of the swept lessons into `checked_file` (default
     `docs/sweep/checked_outputs.json`; see `write_checked_outputs`).
 
@@ -124,54 +135,107 @@ def sweep(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, jobs: int = 1, 
     return runs_table, claims_table
 
 
+def _kind(group: pd.DataFrame) -> str:
+    """The kind the claim was declared as (its last run's); runs recorded before kinds existed
+    count as evidence, and `claim_close`'s parity checks as equality."""
+    if "kind" in group.columns:
+        kinds = group["kind"].dropna()
+        if len(kinds):
+            return str(kinds.iloc[-1])
+    return "equality" if str(group["statement"].iloc[0]).endswith("(largest difference)") else "evidence"
+
+
 def claim_spread(claims_table: pd.DataFrame) -> pd.DataFrame:
-    """Per lesson and claim, over the runs: lowest/highest value, worst margin, and that margin
-    in units of the seed-to-seed range (how many ranges away from failing the worst run was)."""
+    """Per lesson and claim, over the runs: kind, lowest/highest value, worst margin, and that
+    margin in units of the seed-to-seed range ("seed ranges": how many ranges away from failing
+    the worst run was; infinite when the value never moved)."""
     rows = []
     for (lesson, statement), group in claims_table.groupby(["lesson", "statement"], sort=False):
-        worst = group.loc[group["relative_margin"].idxmin()]
+        worst = group.loc[group["margin"].idxmin()]
         spread = group["value"].max() - group["value"].min()
-        rows.append({"lesson": lesson, "statement": statement, "runs": len(group),
-                     "held": int(group["held"].sum()), "min": group["value"].min(),
-                     "max": group["value"].max(), "op": worst["op"], "threshold": worst["threshold"],
-                     "worst margin": worst["margin"], "relative margin": worst["relative_margin"],
-                     "margin / spread": worst["margin"] / spread if spread > 0 else float("inf"),
-                     "worst run": worst["run"]})
+        why = group["why"].dropna() if "why" in group.columns else pd.Series([], dtype=str)
+        rows.append({"lesson": lesson, "statement": statement, "kind": _kind(group),
+                     "runs": len(group), "held": int(group["held"].astype(bool).sum()),
+                     "min": group["value"].min(), "max": group["value"].max(), "op": worst["op"],
+                     "threshold": worst["threshold"], "worst margin": worst["margin"],
+                     "relative margin": worst["relative_margin"],
+                     "seed ranges": (worst["margin"] / spread if spread > 0
+                                     else (float("inf") if worst["margin"] >= 0 else float("-inf"))),
+                     "worst run": worst["run"], "why": str(why.iloc[-1]) if len(why) else ""})
     return pd.DataFrame(rows)
 
 
+def write_claims_csv(claims_table: pd.DataFrame, path: Path = CLAIMS_CSV) -> pd.DataFrame:
+    """Merge the claim spread of the lessons in `claims_table` into the committed `path` (the
+    lessons swept replace their rows; the others keep theirs). Returns the whole table."""
+    spread = claim_spread(claims_table) if len(claims_table) else pd.DataFrame()
+    if path.exists():
+        old = pd.read_csv(path, dtype={"lesson": str}, keep_default_na=False)
+        old = old[~old["lesson"].isin(set(spread["lesson"]) if len(spread) else set())]
+        spread = pd.concat([old, spread], ignore_index=True) if len(spread) else old
+    spread = spread.sort_values(["lesson"], kind="stable").reset_index(drop=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    spread.to_csv(path, index=False, float_format="%.6g")
+    return spread
+
+
+def load_claims_csv(path: Path = CLAIMS_CSV) -> pd.DataFrame:
+    """The committed per-claim summary (see `write_claims_csv`), lessons as two-digit strings."""
+    table = pd.read_csv(path, dtype={"lesson": str, "why": str}, keep_default_na=False)
+    table["lesson"] = table["lesson"].str.zfill(2)
+    for column in ("min", "max", "threshold", "worst margin", "relative margin", "seed ranges"):
+        table[column] = pd.to_numeric(table[column])
+    return table
+
+
+def undeclared_constants(spread: pd.DataFrame) -> pd.DataFrame:
+    """Evidence claims whose value never moved over the runs and that say nothing about why: each
+    must be declared an identity (fixed by construction) or a deterministic measurement, or carry a
+    one-line reason (`why=`, e.g. "a trained error rate at its floor: 0 errors in every run")."""
+    why = spread["why"].fillna("").astype(str).str.strip() if "why" in spread.columns else ""
+    return spread[(spread["kind"] == "evidence") & (spread["max"] == spread["min"]) & (why == "")]
+
+
+def thin_claims(spread: pd.DataFrame, minimum: float = MIN_SEED_RANGES) -> pd.DataFrame:
+    """Evidence claims whose worst run sits fewer than `minimum` seed ranges from the threshold."""
+    evidence = spread[spread["kind"] == "evidence"]
+    return evidence[evidence["seed ranges"] < minimum]
+
+
 def robustness_table(runs_table: pd.DataFrame, claims_table: pd.DataFrame) -> pd.DataFrame:
-    """Per lesson: runs whose claims held, claims per run, and the thinnest claim over all runs
-    (smallest relative margin), with the range of its value over the runs."""
+    """Per lesson: runs whose claims held; evidence claims and the other kinds counted apart; the
+    thinnest evidence claim: the one whose worst run sits the fewest seed ranges from its
+    threshold, with its range over the runs and its threshold."""
     spread = claim_spread(claims_table) if len(claims_table) else pd.DataFrame()
     rows = []
     for (lesson, lesson_id), group in runs_table.groupby(["lesson", "id"], sort=True):
         held = int((group["claims held"] == "yes").sum())
-        row = {"lesson": lesson, "id": lesson_id, "runs held": f"{held}/{len(group)}",
-               "claims": int(group["claims recorded"].max())}
         mine = spread[spread["lesson"] == lesson] if len(spread) else spread
-        # Equalities with the library (claim_close) sit at margin 0 when exact: they are checks of
-        # the build, not effects with a seed spread, so the thinnest claim is sought among the rest.
-        effects = mine[~mine["statement"].str.endswith("(largest difference)")] if len(mine) else mine
-        mine = effects if len(effects) else mine
-        if len(mine):
-            thinnest = mine.loc[mine["relative margin"].idxmin()]
-            row["thinnest claim"] = str(thinnest["statement"])[:70]
+        kinds = mine["kind"].value_counts() if len(mine) else pd.Series(dtype=int)
+        row = {"lesson": lesson, "id": lesson_id, "runs held": f"{held}/{len(group)}",
+               "evidence": int(kinds.get("evidence", 0)),
+               "identities": int(kinds.get("identity", 0)),
+               "fixed input": int(kinds.get("deterministic", 0)),
+               "equalities": int(kinds.get("equality", 0))}
+        effects = mine[mine["kind"] == "evidence"] if len(mine) else mine
+        if len(effects):
+            thinnest = effects.loc[effects["seed ranges"].idxmin()]
+            row["thinnest evidence claim"] = str(thinnest["statement"])[:70]
             row["measured (all runs)"] = f"{thinnest['min']:.3g} – {thinnest['max']:.3g}"
             row["threshold"] = f"{thinnest['op']} {thinnest['threshold']:.3g}"
-            row["relative margin"] = f"{thinnest['relative margin']:.2f}"
-            ratio = thinnest["margin / spread"]
-            row["margin / seed range"] = "∞ (no spread)" if ratio == float("inf") else f"{ratio:.1f}"
+            ratio = thinnest["seed ranges"]
+            row["seed ranges to threshold"] = ("∞ (no spread)" if ratio == float("inf")
+                                               else f"{ratio:.1f}")
         else:
-            row.update({"thinnest claim": "(no recorded claims)", "measured (all runs)": "",
-                        "threshold": "", "relative margin": "", "margin / seed range": ""})
+            row.update({"thinnest evidence claim": "(no evidence claims)", "measured (all runs)": "",
+                        "threshold": "", "seed ranges to threshold": ""})
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS,
-            out_dir: Path = BUILD / "sweep",
-            checked_file: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+            out_dir: Path = BUILD / "sweep", checked_file: Path | None = None,
+            claims_csv: Path | None = CLAIMS_CSV) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rebuild the tables from the executed notebooks and claim files a sweep left in `out_dir`
     (for lessons swept one at a time), without running anything; rewrite the checked outputs of
     the runs found (see `write_checked_outputs`)."""
@@ -189,17 +253,21 @@ def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS,
     runs_table.to_csv(BUILD / "sweep_runs.csv", index=False)
     claims_table.to_csv(BUILD / "sweep.csv", index=False)
     write_checked_outputs(lessons, runs, out_dir, checked_file)
+    if claims_csv is not None and len(claims_table):
+        write_claims_csv(claims_table, claims_csv)
     return runs_table, claims_table
 
 
 def update_readme(table: pd.DataFrame, runs: list[Run], readme: Path = ROOT / "README.md") -> None:
     names = ", ".join(run.name for run in runs)
     body = (table.to_markdown(index=False)
-            + f"\n\nRuns: {names}. Thinnest claim: the one closest to failing in any run. Relative "
-            f"margin: its distance from failing divided by the threshold (0.5: half the threshold "
-            f"away). Margin / seed range: that distance in units of the claim's range over the runs "
-            f"(how many seed-to-seed spreads away from failing). Generated by `make sweep`; "
-            f"per-claim values in `build/sweep.csv`.")
+            + f"\n\nRuns: {names}. Evidence: claims about a measurement that could have come out "
+            f"otherwise; identities (fixed by construction), fixed-input measurements (of MiniLM's "
+            f"weights, of a formula: no seed moves them) and equalities with `course_lib` are counted "
+            f"apart and never ranked. Thinnest evidence claim: the one whose worst run sits the fewest "
+            f"seed ranges from its threshold (distance from failing ÷ the claim's range over the "
+            f"runs; the course asks for at least {MIN_SEED_RANGES:g}). Generated by `make sweep`; "
+            f"per-claim data committed in `docs/sweep/claims.csv`.")
     replace_readme_block(SWEEP_BEGIN, SWEEP_END, body, readme)
 
 

@@ -6,7 +6,7 @@ with the seed), so such numbers are printed in unchecked cells and asserted by `
 margin; a checked cell prints shapes, counts, identities, and the outcome of claims.
 
 The evidence is `docs/sweep/checked_outputs.json`, written by the sweep from the executed notebooks
-it keeps: per lesson and checked cell, the text printed in every run (seeds 0-4 and SEED=1 with 2
+it keeps: per lesson and checked cell, the text printed in every run (seeds 0-9 and SEED=1 with 2
 threads for a full `course sweep`). Regenerate it with
 
     course sweep                      # every lesson, every run (writes the file at the end)

@@ -140,21 +140,28 @@ def test_a_lessons_evidence_cell_fails_under_python_O_when_its_claim_is_false():
         assert statement in last, last
 
 
-def test_robustness_table_reports_thinnest_margin_per_lesson():
+def test_robustness_table_ranks_evidence_by_seed_ranges_and_counts_identities_apart():
     runs = pd.DataFrame([
-        {"lesson": "01", "id": "a", "run": "seed 0", "seconds": 1.0, "claims held": "yes", "claims recorded": 2, "error": ""},
-        {"lesson": "01", "id": "a", "run": "seed 1", "seconds": 1.0, "claims held": "no", "claims recorded": 2, "error": "x"},
-    ])
-    claims = pd.DataFrame([
-        {"lesson": "01", "id": "a", "run": "seed 0", "statement": "wide", "value": 5.0, "op": ">",
-         "threshold": 1.0, "margin": 4.0, "relative_margin": 4.0, "held": True},
-        {"lesson": "01", "id": "a", "run": "seed 1", "statement": "thin", "value": 1.1, "op": ">",
-         "threshold": 1.0, "margin": 0.1, "relative_margin": 0.1, "held": True},
-    ])
-    table = robustness_table(runs, claims)
+        {"lesson": "01", "id": "a", "run": f"seed {s}", "seconds": 1.0, "claims held": held,
+         "claims recorded": 3, "error": ""} for s, held in enumerate(["yes", "no"])])
+    rows = []
+    # 'wide': relative margin small (0.5 / 10) but far in seed ranges (0.5 / 0.01 = 50);
+    # 'noisy': relative margin large (4 / 1) but only 2 seed ranges (worst margin 4, range 2);
+    # 'count': constant, declared an identity: counted apart, never ranked.
+    for s, (wide, noisy) in enumerate([(10.5, 5.0), (10.51, 7.0)]):
+        rows += [
+            {"statement": "wide", "value": wide, "threshold": 10.0, "kind": "evidence"},
+            {"statement": "noisy", "value": noisy, "threshold": 1.0, "kind": "evidence"},
+            {"statement": "count", "value": 2.0, "threshold": 2.0, "kind": "identity", "why": "config"}]
+        for row in rows[-3:]:
+            row.update({"lesson": "01", "id": "a", "run": f"seed {s}", "op": ">=" if row["kind"] == "identity" else ">",
+                        "margin": row["value"] - row["threshold"], "held": True,
+                        "relative_margin": (row["value"] - row["threshold"]) / row["threshold"]})
+    table = robustness_table(runs, pd.DataFrame(rows))
     row = table.iloc[0]
-    assert row["runs held"] == "1/2" and row["thinnest claim"] == "thin"
-    assert row["relative margin"] == "0.10" and row["measured (all runs)"] == "1.1 – 1.1"
+    assert row["runs held"] == "1/2" and row["thinnest evidence claim"] == "noisy"
+    assert row["seed ranges to threshold"] == "2.0" and row["measured (all runs)"] == "5 – 7"
+    assert (row["evidence"], row["identities"]) == (2, 1)
 
 
 def test_claim_spread_measures_margin_in_seed_ranges():
@@ -165,13 +172,41 @@ def test_claim_spread_measures_margin_in_seed_ranges():
         for s, v in enumerate([2.0, 2.5, 3.0])])
     row = claim_spread(claims).iloc[0]
     assert row["min"] == 2.0 and row["max"] == 3.0 and row["worst run"] == "seed 0"
-    assert row["margin / spread"] == pytest.approx(1.0)  # worst margin 1.0, range 1.0
+    assert row["seed ranges"] == pytest.approx(1.0)  # worst margin 1.0, range 1.0
+    assert row["kind"] == "evidence"  # runs recorded before kinds existed count as evidence
 
 
-def test_default_sweep_has_five_seeds_and_a_two_thread_run():
+def test_constant_evidence_and_thin_evidence_are_caught_identities_are_not():
+    from course_tools.sweep import claim_spread, thin_claims, undeclared_constants
+    rows = []
+    for s in range(3):
+        for statement, value, kind in [("arithmetic", 4.0, "evidence"), ("count", 4.0, "identity"),
+                                        ("thin", 2.0 + 0.5 * s, "evidence"), ("far", 10.0 + 0.1 * s, "evidence")]:
+            rows.append({"lesson": "01", "run": f"seed {s}", "statement": statement, "value": value,
+                         "op": ">", "threshold": 1.0, "margin": value - 1.0,
+                         "relative_margin": value - 1.0, "held": True, "kind": kind})
+    spread = claim_spread(pd.DataFrame(rows))
+    assert list(undeclared_constants(spread)["statement"]) == ["arithmetic"]
+    assert list(thin_claims(spread)["statement"]) == ["thin"]  # 1.0 / 1.0 = 1 range; 'far': 9 / 0.2 = 45
+
+
+def test_default_sweep_runs_ten_seeds_and_a_two_thread_run():
     from course_tools.sweep import DEFAULT_RUNS
-    assert [r.seed for r in DEFAULT_RUNS if r.threads == 1] == [0, 1, 2, 3, 4]
-    assert Run("seed 1, 2 threads", 1, threads=2) in DEFAULT_RUNS
+    assert sorted(r.seed for r in DEFAULT_RUNS if r.threads == 1) == list(range(10))
+    assert [r.threads for r in DEFAULT_RUNS if r.threads != 1] == [2]
+
+
+def test_identity_needs_a_reason_and_is_shown_as_by_construction():
+    from course_lib.evidence import claims_summary, identity
+    with pytest.raises(ValueError, match="why: a claim of kind 'identity' needs a one-line reason"):
+        claim("count", 2, ">=", 2, kind="identity")
+    with pytest.raises(ValueError, match="kind: expected one of"):
+        claim("count", 2, ">=", 2, kind="fact", why="x")
+    identity("layers removed", 2, ">=", 2, why="set by the configuration")
+    entry = evidence.RECORDED[-1]
+    assert entry["kind"] == "identity" and entry["why"] == "set by the configuration"
+    text = repr(claims_summary([entry]))
+    assert "[by construction] layers removed" in text and "set by the configuration" in text
 
 
 # --- rules every lesson follows -------------------------------------------------------------
