@@ -1,13 +1,17 @@
-"""The interview cheat sheet: one page, every lesson, generated from the notebooks and the sweep.
+"""The interview cheat sheet: what to memorise, every lesson, generated from the notebooks and the
+committed sweep data, part by part (at most two printed pages each).
 
-Nothing here is typed twice. Per lesson (in manifest order) the sheet takes
+Nothing here is typed twice. Per lesson (in manifest order, lesson 00 left out) the sheet takes
 
 - the question in English and Chinese from `course_tools.manifest`;
-- the `## The short answer` cell and the `## 中文简答` cell of the stored notebook;
-- the claims of the evidence cell as measured by `course sweep` (`build/sweep.csv`): per claim the
-  smallest and largest value over all sweep runs, the claimed bound and how many runs held;
-- one line on the usual answer from the `## Pitfalls` cell: the bullet marked with
-  `<!-- cheatsheet -->` if there is one, else the first bullet (its bold lead and the sentence after).
+- from the lesson's interview card (`metadata.course.interview`, see `course_lib.quiz`): "say
+  this" (at most 40 words, both languages), the formula or mechanism line, the numbers to quote
+  (each bound to a claim) and the usual answer with its correction ("folklore" / "measured");
+- each number's lowest–highest value over the sweep runs from `docs/sweep/claims.csv`, so the
+  sheet is complete on a fresh checkout.
+
+The short answers (`section(lesson, SHORT_ANSWER)`) stay in the lessons; `course interview`
+shows them as the model answer of the explain questions.
 
 `course cheatsheet` writes `build/cheatsheet.md`; `course site` puts the same page in the website.
 """
@@ -21,14 +25,8 @@ import nbformat
 from . import ROOT
 from .manifest import LESSONS, Lesson
 
-SWEEP_CSV = ROOT / "build" / "sweep.csv"
 SHORT_ANSWER = "## The short answer"
 SHORT_ANSWER_ZH = "## 中文简答"
-PITFALLS = "## Pitfalls"
-MARKER = "<!-- cheatsheet -->"
-#: Claims that compare a piece built in the open with its course_lib twin (claim_close): parity,
-#: not a measured answer; the sheet counts them but does not list them.
-PARITY_SUFFIX = "(largest difference)"
 
 
 def _cells(lesson: Lesson) -> list[str]:
@@ -45,52 +43,6 @@ def section(lesson: Lesson, heading: str) -> str | None:
     return None
 
 
-def _one_line(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def common_answer_line(lesson: Lesson) -> str | None:
-    """One line on the usual answer: the marked bullet of the Pitfalls cell, else its first bullet.
-
-    From the bullet: its bold lead and the sentence that follows it (the correction), shortened to
-    about two lines.
-    """
-    body = section(lesson, PITFALLS)
-    if not body:
-        return None
-    bullets = [b for b in re.split(r"\n(?=- )", body) if b.startswith("- ")]
-    if not bullets:
-        return None
-    marked = [b for b in bullets if MARKER in b]
-    bullet = _one_line((marked or bullets)[0].replace(MARKER, "")[2:])
-    bold = re.match(r"\*\*(.+?)\*\*(.*)", bullet)
-    if not bold:
-        sentence = re.match(r"(.+?[.!?])(\s|$)", bullet)
-        return sentence.group(1) if sentence else bullet
-    lead, rest = bold.group(1), bold.group(2).strip()
-    follow = ""
-    for sentence in re.findall(r".+?[.!?](?:\s|$)|.+$", rest):
-        follow += sentence
-        if len(follow.strip()) >= 40:  # "(the seed write-up)." alone is not the correction
-            break
-    return f"**{lead}** {_shorten(follow.strip())}".strip()
-
-
-def _shorten(text: str, limit: int = 240) -> str:
-    """At most `limit` characters, cut at a clause boundary and marked with an ellipsis."""
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    for mark in ("; ", ": ", ", ", " — ", " "):
-        if mark in cut[limit // 2:]:
-            cut = cut[:cut.rindex(mark)].rstrip(" ,;:—")
-            break
-    for fence in ("$", "`", "**"):  # never leave math, code or bold open
-        if cut.count(fence) % 2:
-            cut = cut[:cut.rindex(fence)].rstrip(" ,;:—(")
-    return cut + " …"
-
-
 def _number(value: float) -> str:
     if value != value:  # NaN
         return "nan"
@@ -99,85 +51,74 @@ def _number(value: float) -> str:
     return f"{value:.3g}"
 
 
-def load_sweep(path: Path = SWEEP_CSV):
-    """The sweep's per-claim table, or None when `course sweep` has not written one."""
-    import pandas as pd
-    if not path.exists() or path.stat().st_size == 0:
-        return None
-    try:
-        table = pd.read_csv(path, dtype={"lesson": str})
-    except pd.errors.EmptyDataError:
-        return None
-    if table.empty or "statement" not in table.columns:
-        return None
-    table["lesson"] = table["lesson"].str.zfill(2)
-    return table
+#: The parts of the course (the syllabus's), each at most two printed pages of the sheet.
+PARTS = [("Part I — Attention", "第一部分 · 注意力", range(1, 5)),
+         ("Part II — The Transformer block", "第二部分 · Transformer 模块", range(5, 13)),
+         ("Part III — BERT", "第三部分 · BERT", range(13, 24)),
+         ("Part IV — Small and fast", "第四部分 · 小而快", range(24, 26))]
+SAY_THIS_WORDS = 40
+INTRO = ("What to say when asked, the line to write on the whiteboard, the numbers the course "
+         "measured (lowest–highest over its 11 sweep runs: seeds 0–9 and one with 2 threads, committed "
+         "in `docs/sweep/claims.csv`), and the usual answer corrected. *Folklore* is the answer commonly "
+         "given in the interview write-ups the course started from (two Chinese collections of BERT "
+         "interview questions, the \"seed write-ups\"); *measured* is what the lesson found instead. "
+         "Generated by `course cheatsheet` from each lesson's `metadata.course.interview`; do not edit by hand.")
+INTRO_ZH = ("被问到时怎么说、白板上写哪一行、课程实测的数字（11 次运行中的最低–最高：种子 0–9 和一次双线程），"
+            "以及纠正后的常见说法。“常见说法”来自本课程出发点的两份中文 BERT 面试题整理；“实测”是课程测得的结果。")
 
 
-def claim_lines(lesson: Lesson, sweep) -> list[str]:
-    """Per claim of the lesson: 'statement: min–max over N runs (claimed op threshold), k/N held'."""
-    if sweep is None:
-        return ["*sweep not run* — `make sweep` (or `course sweep --only "
-                f"{lesson.number:02d}`) writes `build/sweep.csv`"]
-    rows = sweep[sweep["lesson"] == f"{lesson.number:02d}"]
-    if rows.empty:
-        return ["*sweep not run for this lesson* — `course sweep --only "
-                f"{lesson.number:02d}`"]
-    runs = rows["run"].nunique()
-    lines, parity = [], 0
-    for statement, group in rows.groupby("statement", sort=False):
-        if statement.endswith(PARITY_SUFFIX):
-            parity += 1
+def word_count(text: str) -> int:
+    """Words of an English answer (LaTeX and code count as one word each)."""
+    text = re.sub(r"\$[^$]*\$|`[^`]*`", " X ", text)
+    return len(re.findall(r"[\w'’.-]+", text))
+
+
+def number_lines(card, ranges: dict, lang: str) -> list[str]:
+    """'label: low–high' for each number the card names, from the committed sweep data."""
+    lines = []
+    for entry in card.numbers:
+        key = (f"{card.lesson:02d}", entry["claim"])
+        label = entry.get(lang) or entry["en"]
+        if key not in ranges:
+            lines.append(f"{label}: *not in the sweep data*")
             continue
-        low, high = group["value"].min(), group["value"].max()
-        measured = _number(low) if _number(low) == _number(high) else f"{_number(low)}–{_number(high)}"
-        held = int(group["held"].astype(str).str.lower().eq("true").sum())
-        threshold = group["threshold"].iloc[0]
-        lines.append(f"{statement}: **{measured}** (claimed {group['op'].iloc[0]} {_number(threshold)}; "
-                     f"held in {held}/{len(group)} runs)")
-    if parity:
-        lines.append(f"{parity} parity check(s) of a piece built in the open against `course_lib`")
-    if not lines:
-        lines.append("no claims recorded")
-    lines.insert(0, f"over {runs} sweep runs:")
+        low, high, runs = ranges[key]
+        scale, unit = float(entry.get("scale", 1)), entry.get("unit", "")
+        low, high = _number(low * scale), _number(high * scale)
+        lines.append(f"{label}: **{low}{unit}**" if low == high else f"{label}: **{low}–{high}{unit}**")
     return lines
 
 
-def _demote_headings(text: str) -> str:
-    return re.sub(r"^#+\s*(.+)$", r"**\1**", text, flags=re.M)
-
-
-def render(link_base: str = "../notebooks/", sweep_path: Path = SWEEP_CSV,
-           lessons: list[Lesson] | None = None, title_level: int = 1) -> str:
-    """The sheet as markdown. `link_base` prefixes each lesson's notebook file name in its link."""
-    lessons = LESSONS if lessons is None else lessons
-    sweep = load_sweep(sweep_path)
+def render(link_base: str = "../notebooks/", lessons: list[Lesson] | None = None, title_level: int = 1,
+           claims_csv: Path | None = None) -> str:
+    """The sheet as markdown, part by part. `link_base` prefixes each lesson's notebook file name."""
+    from course_lib.quiz import claim_ranges, load_card
+    lessons = [lesson for lesson in (LESSONS if lessons is None else lessons) if lesson.number]
+    ranges = claim_ranges(claims_csv)
     h = "#" * title_level
-    out = [f"{h} Interview cheat sheet", "",
-           "Generated by `course cheatsheet` from the lesson notebooks (short answers, pitfalls) and "
-           "`build/sweep.csv` (the measured ranges over seeds 0–9 and seed 1 with 2 threads); "
-           "do not edit by hand.", ""]
-    if sweep is None:
-        out += ["> The seed sweep has not been run on this checkout: measured ranges read "
-                "*sweep not run*. Run `make sweep`, then rebuild.", ""]
-    for lesson in lessons:
-        link = f"{link_base}{lesson.stem}.ipynb"
-        out += [f"{h}# {lesson.number:02d} · {lesson.question}", "",
-                f"**中文：** {lesson.question_zh} · [lesson {lesson.number:02d}]({link})", ""]
-        if not lesson.notebook.exists():
-            out += ["*notebook missing*", ""]
+    out = [f"{h} Interview cheat sheet · 面试速查", "", INTRO, "", INTRO_ZH, ""]
+    for title, title_zh, numbers in PARTS:
+        mine = [lesson for lesson in lessons if lesson.number in numbers]
+        if not mine:
             continue
-        answer = section(lesson, SHORT_ANSWER)
-        answer_zh = section(lesson, SHORT_ANSWER_ZH)
-        out += [f"**Short answer.** {_demote_headings(answer) if answer else '*missing*'}", ""]
-        out += [f"**中文简答。** {_demote_headings(answer_zh) if answer_zh else '*（尚未撰写）*'}", ""]
-        claims = claim_lines(lesson, sweep)
-        out += [f"**Measured** {claims[0]}", ""] + [f"- {line}" for line in claims[1:]]
-        if len(claims) > 1:
-            out.append("")
-        line = common_answer_line(lesson)
-        if line:
-            out += [f"**The usual answer, corrected:** {line}", ""]
+        out += [f'<div class="cheatsheet-part">', "", f"{h}# {title} · {title_zh}", ""]
+        for lesson in mine:
+            link = f"{link_base}{lesson.stem}.ipynb"
+            out += [f"{h}## {lesson.number:02d} · {lesson.question}", "",
+                    f"{lesson.question_zh} · [lesson {lesson.number:02d}]({link})", ""]
+            card = load_card(lesson.number, lesson.notebook) if lesson.notebook.exists() else None
+            if card is None:
+                out += ["*no interview card yet*", ""]
+                continue
+            out += [f"**Say this:** {card.say_this['en']}", "", f"**这样说：** {card.say_this['zh']}", ""]
+            if card.formula:
+                out += [f"**Formula:** {card.formula}", ""]
+            numbers_en, numbers_zh = number_lines(card, ranges, "en"), number_lines(card, ranges, "zh")
+            if numbers_en:
+                out += ["**Measured:** " + "; ".join(numbers_en), "", "**实测：** " + "；".join(numbers_zh), ""]
+            out += [f"**Folklore:** {card.folklore['en']} **Measured:** {card.measured['en']}", "",
+                    f"**常见说法：** {card.folklore['zh']} **实测：** {card.measured['zh']}", ""]
+        out += ["</div>", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

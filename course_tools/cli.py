@@ -262,6 +262,22 @@ def cmd_cheatsheet(args) -> int:
     return 0
 
 
+def cmd_interview(args) -> int:
+    from .interview import main as interview
+    if args.store_cells:
+        from .interview import store_quiz_cells
+        for lesson in _select([args.lesson] if args.lesson else None):
+            if lesson.number:
+                changed = store_quiz_cells(lesson)
+                print(f"{lesson.notebook.name}: {'Check yourself cells written' if changed else 'up to date'}")
+        return 0
+    if args.lesson is not None:
+        number = _select([args.lesson])[0].number
+    else:
+        number = None
+    return interview(number, args.all, args.lang, args.n)
+
+
 def cmd_list(args) -> int:
     for lesson in LESSONS:
         print(f"{lesson.number:02d}  {lesson.id:24s} {lesson.question}  ({lesson.question_zh})")
@@ -287,6 +303,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--collect", action="store_true",
                    help="run nothing: rebuild the tables from the runs left in build/sweep/")
     p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("interview", help="a mock interview in the terminal: each lesson's questions, "
+                       "answers checked against the sweep, wrong ones back sooner (build/interview.jsonl)")
+    p.add_argument("--lesson", default=None, help="only this lesson (a number or id)")
+    p.add_argument("--all", action="store_true", help="every lesson, not only those run so far")
+    p.add_argument("--lang", choices=["en", "zh"], default="en")
+    p.add_argument("--n", type=int, default=10, help="how many questions (default 10)")
+    p.add_argument("--store-cells", action="store_true", help="for authors: write each lesson's "
+                   "'Check yourself' cells (and their output) from its metadata.course.interview")
+    p.set_defaults(func=cmd_interview)
     p = sub.add_parser("bench", help="course BERT vs Hugging Face speed ratios; write build/bench.csv")
     p.add_argument("--quick", action="store_true", help="a tiny random BERT and small shapes (seconds)")
     p.add_argument("--out", default=None, help="the CSV (default build/bench.csv)")

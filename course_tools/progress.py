@@ -115,14 +115,17 @@ def lessons_run() -> dict[str, dict]:
 
 
 def table() -> pd.DataFrame:
+    from .interview import scores as interview_scores
     grades, runs = last_grades(), lessons_run()
+    interview = interview_scores()
     rows = []
     for lesson in LESSONS:
         number = f"{lesson.number:02d}"
         run = runs.get(number, {})
         row = {"lesson": number, "id": lesson.id,
                "lesson run": run.get("run at", "not yet"),
-               "claims held": run.get("claims held", "")}
+               "claims held": run.get("claims held", ""),
+               "interview": interview.get(number, "") if lesson.number else "-"}
         if not lesson.has_exercise:
             row.update({"exercise": "-", "last score": "-", "graded at": "", "to do": "", "file graded": ""})
         else:
@@ -138,7 +141,7 @@ def table() -> pd.DataFrame:
                             "file graded": _shown(entry.get("path") or entry.get("exercise", ""))})
         rows.append(row)
     return pd.DataFrame(rows, columns=["lesson", "id", "lesson run", "claims held", "exercise",
-                                       "last score", "graded at", "to do", "file graded"])
+                                       "last score", "interview", "graded at", "to do", "file graded"])
 
 
 def footer(frame: pd.DataFrame) -> str:
@@ -149,4 +152,5 @@ def footer(frame: pd.DataFrame) -> str:
     return (f"\nexercises graded: {len(graded)} / {len(exercises)} (full marks: {full}); "
             f"lessons run: {run} / {len(frame)}\n"
             f"scores: {grades_file().relative_to(ROOT) if grades_file().is_relative_to(ROOT) else grades_file()} "
-            f"(from `course grade`); lessons: build/summary.csv, build/notebooks/ (from `course run`)")
+            f"(from `course grade`); lessons: build/summary.csv, build/notebooks/ (from `course run`); "
+            f"interview: right / asked, each item's latest answer (from `course interview`)")

@@ -1,68 +1,44 @@
 """The cheat sheet and the site's staging helpers (no browser, no Jupyter Book needed)."""
 from __future__ import annotations
 
-import nbformat
 import pytest
 
 from course_tools import cheatsheet, site
-from course_tools.manifest import LESSONS, Lesson, available
+from course_tools.manifest import LESSONS
 
-SWEEP = """lesson,id,run,statement,value,op,threshold,margin,relative_margin,held
-01,scale-sqrt-dk,seed 0,gap,0.5,>,0.1,0.4,4.0,True
-01,scale-sqrt-dk,seed 1,gap,0.25,>,0.1,0.15,1.5,True
-01,scale-sqrt-dk,seed 1,ours == library (largest difference),0.0,<=,1e-06,1e-06,1.0,True
-"""
+LESSONS_ON_SHEET = [lesson for lesson in LESSONS if lesson.number]
 
 
-def test_every_lesson_of_the_manifest_is_on_the_sheet_with_both_questions(tmp_path):
-    sheet = cheatsheet.render(sweep_path=tmp_path / "absent.csv")
-    for lesson in LESSONS:
-        assert f"## {lesson.number:02d} · {lesson.question}" in sheet
+def test_every_lesson_but_the_welcome_is_on_the_sheet_with_both_questions():
+    sheet = cheatsheet.render()
+    for lesson in LESSONS_ON_SHEET:
+        assert f"### {lesson.number:02d} · {lesson.question}" in sheet
         assert lesson.question_zh in sheet
         assert f"(../notebooks/{lesson.stem}.ipynb)" in sheet
-    assert "sweep not run" in sheet
+    assert "00 · " not in sheet and "no interview card yet" not in sheet
 
 
-def test_short_answers_come_from_the_notebooks(tmp_path):
-    sheet = cheatsheet.render(sweep_path=tmp_path / "absent.csv")
-    for lesson in available():
-        answer = cheatsheet.section(lesson, cheatsheet.SHORT_ANSWER)
-        assert answer, f"{lesson.stem}: no '## The short answer' cell"
-        assert answer.splitlines()[0] in sheet
+def test_the_numbers_come_from_the_committed_sweep_data_so_a_fresh_clone_has_them():
+    sheet = cheatsheet.render()
+    assert "not in the sweep data" not in sheet
+    assert sheet.count("**Measured:**") >= len(LESSONS_ON_SHEET)
 
 
-def test_measured_ranges_are_min_to_max_over_runs_and_parity_checks_are_only_counted(tmp_path):
-    path = tmp_path / "sweep.csv"
-    path.write_text(SWEEP, encoding="utf-8")
-    lines = cheatsheet.claim_lines(LESSONS[1], cheatsheet.load_sweep(path))
-    assert lines[0] == "over 2 sweep runs:"
-    assert "gap: **0.25–0.5** (claimed > 0.1; held in 2/2 runs)" in lines
-    assert any(line.startswith("1 parity check") for line in lines)
-    assert "not run for this lesson" in cheatsheet.claim_lines(LESSONS[2], cheatsheet.load_sweep(path))[0]
-    empty = tmp_path / "empty.csv"
-    empty.write_text("\n", encoding="utf-8")
-    assert cheatsheet.load_sweep(empty) is None
+@pytest.mark.parametrize("lesson", LESSONS_ON_SHEET, ids=[l.stem for l in LESSONS_ON_SHEET])
+def test_say_this_is_at_most_40_words_and_the_correction_is_stated(lesson):
+    from course_lib.quiz import load_card
+    card = load_card(lesson.number, lesson.notebook)
+    assert card is not None, f"{lesson.stem}: no metadata.course.interview"
+    words = cheatsheet.word_count(card.say_this["en"])
+    assert words <= cheatsheet.SAY_THIS_WORDS, f"{lesson.stem}: 'say this' has {words} words"
+    assert len(card.say_this["zh"]) <= 120, f"{lesson.stem}: the Chinese 'say this' is longer than 120 characters"
+    for lang in ("en", "zh"):   # a correction that stops before correcting ("— not quite.") is no correction
+        assert len(card.measured[lang].strip()) >= 15 and card.measured[lang] != card.folklore[lang]
 
 
-def test_the_correction_line_prefers_a_marked_bullet(tmp_path, monkeypatch):
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_markdown_cell("# 01 · Title"),
-                      nbformat.v4.new_markdown_cell(
-                          "## Pitfalls and follow-ups\n\n- **First.** Not this one at all, really not.\n"
-                          "- **\"The usual answer.\"** It is wrong, and here is the measured reason why. "
-                          "More. <!-- cheatsheet -->")]
-    path = tmp_path / "01_x.ipynb"
-    nbformat.write(notebook, path)
-    lesson = Lesson(1, "x", "Q?", "问？")
-    monkeypatch.setattr(Lesson, "notebook", property(lambda self: path))
-    assert cheatsheet.common_answer_line(lesson) == \
-        '**"The usual answer."** It is wrong, and here is the measured reason why.'
-
-
-def test_shortened_lines_never_leave_math_open():
-    text = "word " * 40 + "the value $x = 1, y = 2, z = 3$ " * 5
-    short = cheatsheet._shorten(text, limit=230)
-    assert short.endswith("…") and short.count("$") % 2 == 0
+def test_word_count_counts_math_and_code_as_one_word():
+    assert cheatsheet.word_count("Divide by $\\sqrt{d_k}$ so `q·k` keeps variance 1.") == 8
+    assert cheatsheet.word_count("word " * 41) == 41 > cheatsheet.SAY_THIS_WORDS
 
 
 def test_readme_sections_and_links_for_the_site():

@@ -1,0 +1,294 @@
+"""Check yourself: a lesson's interview questions, checked against the course's own measurements.
+
+The items live with their lesson, in the notebook's metadata (`metadata.course.interview`, see
+CONTRIBUTING's "Check yourself"), and the lesson's last cell shows them as a small quiz
+(`check_yourself(NN)`): in JupyterLab, on the website, and in the terminal (`course interview`),
+one implementation of the items and of their checking. An item is one of
+
+- **numeric**: bound to one of the lesson's claims by its statement (`"claim"`). The accepted
+  answers are that claim's range over the sweep (`docs/sweep/claims.csv`) multiplied by `scale`
+  (100 when the question asks for a percentage of a fraction) and widened by `tolerance`
+  (relative to the larger end, default 0.1): the answer stays true when the lesson changes and
+  the sweep re-runs;
+- **choice**: options in both languages, `answer` the index of the right one, `folklore` the
+  index of the usual answer the lesson corrects (one of the wrong options), when there is one;
+- **explain**: free text, then the lesson's short answer beside it; the learner judges whether
+  theirs said the same.
+
+Every item has `question`, `why` (one line shown after the answer) and `cell` (the heading of the
+lesson cell to reread); question, why and options are {"en": ..., "zh": ...}.
+
+The quiz in a notebook or on the site is HTML with a small script (no server, no network): the
+accepted ranges are computed here and written into the page, the script only compares, and it
+keeps each item's Leitner box in the browser's `localStorage`. It is not an ipywidgets widget:
+installing ipywidgets would turn every `tqdm.auto` progress bar of transformers and the hub into
+a widget in every lesson, and the site could not reuse it.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import ROOT
+
+KINDS = ("numeric", "choice", "explain")
+LANGS = ("en", "zh")
+#: Days until an item in box k (1-5) is due again.
+BOX_DAYS = {1: 0, 2: 1, 3: 3, 4: 7, 5: 16}
+CHECK_YOURSELF = "## Check yourself"
+CLAIMS_CSV = ROOT / "docs" / "sweep" / "claims.csv"
+
+
+class InterviewError(ValueError):
+    """A lesson's interview metadata is malformed (raised with the lesson and the item)."""
+
+
+@dataclass
+class Item:
+    lesson: int
+    id: str
+    kind: str
+    question: dict
+    why: dict
+    cell: str
+    claim: str | None = None
+    tolerance: float = 0.1
+    scale: float = 1.0
+    unit: str = ""
+    options: list = field(default_factory=list)
+    answer: int | None = None
+    folklore: int | None = None
+
+    def text(self, key: str, lang: str) -> str:
+        value = getattr(self, key)
+        return value.get(lang) or value.get("en", "")
+
+
+@dataclass
+class Card:
+    """What a lesson says for interview practice: the cheat-sheet fields and the items."""
+    lesson: int
+    say_this: dict
+    formula: str
+    numbers: list          # [{"claim": statement, "en": label, "zh": label, "scale": 1, "unit": ""}]
+    folklore: dict
+    measured: dict
+    items: list[Item]
+
+
+def _bilingual(where: str, name: str, value) -> dict:
+    if not isinstance(value, dict) or not all(isinstance(value.get(k), str) and value[k].strip() for k in LANGS):
+        raise InterviewError(f"{where}: {name}: expected {{'en': text, 'zh': text}}, both non-empty, got {value!r}")
+    return value
+
+
+def parse_card(lesson: int, meta: dict) -> Card:
+    """The card of lesson number `lesson` from its notebook metadata's `course.interview` (validated)."""
+    where = f"lesson {lesson:02d}"
+    data = meta.get("course", {}).get("interview")
+    if not isinstance(data, dict):
+        raise InterviewError(f"{where}: no metadata.course.interview")
+    items = []
+    for raw in data.get("items", []):
+        name = f"{where} item {raw.get('id', '?')}"
+        kind = raw.get("kind")
+        if kind not in KINDS:
+            raise InterviewError(f"{name}: kind: expected one of {KINDS}, got {kind!r}")
+        item = Item(lesson=lesson, id=str(raw.get("id", "")), kind=kind,
+                    question=_bilingual(name, "question", raw.get("question")),
+                    why=_bilingual(name, "why", raw.get("why")), cell=str(raw.get("cell", "")),
+                    claim=raw.get("claim"), tolerance=float(raw.get("tolerance", 0.1)),
+                    scale=float(raw.get("scale", 1.0)), unit=str(raw.get("unit", "")),
+                    options=[_bilingual(name, f"options[{i}]", o) for i, o in enumerate(raw.get("options", []))],
+                    answer=raw.get("answer"), folklore=raw.get("folklore"))
+        if not item.id.startswith(f"{lesson:02d}-"):
+            raise InterviewError(f"{name}: id: expected to start with '{lesson:02d}-'")
+        if kind == "numeric" and not isinstance(item.claim, str):
+            raise InterviewError(f"{name}: a numeric item names the claim it is bound to ('claim')")
+        if kind == "choice":
+            if len(item.options) < 2 or not isinstance(item.answer, int) or not 0 <= item.answer < len(item.options):
+                raise InterviewError(f"{name}: a choice item needs >= 2 options and answer in "
+                                     f"[0, {len(item.options)}), got {item.answer!r}")
+            if item.folklore is not None and (item.folklore == item.answer
+                                              or not 0 <= item.folklore < len(item.options)):
+                raise InterviewError(f"{name}: folklore must be a wrong option's index, got {item.folklore!r}")
+        items.append(item)
+    return Card(lesson=lesson, say_this=_bilingual(where, "say_this", data.get("say_this")),
+                formula=str(data.get("formula", "")), numbers=list(data.get("numbers", [])),
+                folklore=_bilingual(where, "folklore", data.get("folklore")),
+                measured=_bilingual(where, "measured", data.get("measured")), items=items)
+
+
+def notebook_of(lesson: int) -> Path:
+    """The lesson notebook `notebooks/NN_*.ipynb` (ValueError naming the lesson when absent)."""
+    found = sorted((ROOT / "notebooks").glob(f"{lesson:02d}_*.ipynb"))
+    if not found:
+        raise ValueError(f"lesson: no notebooks/{lesson:02d}_*.ipynb")
+    return found[0]
+
+
+def load_card(lesson: int, notebook: Path | None = None) -> Card | None:
+    """The lesson's card, or None when its notebook has no interview metadata yet."""
+    meta = json.loads(Path(notebook or notebook_of(lesson)).read_text(encoding="utf-8")).get("metadata", {})
+    if "interview" not in meta.get("course", {}):
+        return None
+    return parse_card(lesson, meta)
+
+
+# --- the measured values ----------------------------------------------------------------------
+
+def claim_ranges(path: Path | None = None) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """{(lesson "NN", statement): (lowest, highest, runs)} from the committed sweep data."""
+    import csv
+    path = CLAIMS_CSV if path is None else Path(path)
+    if not path.exists():
+        return {}
+    with open(path, encoding="utf-8", newline="") as handle:
+        return {(row["lesson"].zfill(2), row["statement"]): (float(row["min"]), float(row["max"]), int(row["runs"]))
+                for row in csv.DictReader(handle)}
+
+
+def accepted_range(item: Item, ranges: dict) -> tuple[float, float]:
+    """The numeric answers accepted for `item`: its claim's swept range, scaled, widened by
+    `tolerance` of the larger end (KeyError when the claim is not in the sweep data)."""
+    low, high, _ = ranges[(f"{item.lesson:02d}", item.claim)]
+    low, high = low * item.scale, high * item.scale
+    widen = item.tolerance * max(abs(low), abs(high))
+    return low - widen, high + widen
+
+
+def parse_number(text: str) -> float | None:
+    """The number in a typed answer ('0.45', '45%', 'about 3x', '1,024'); None if there is none."""
+    match = re.search(r"-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|-?\.\d+", text.replace("−", "-"))
+    if not match:
+        return None
+    try:
+        return float(match.group(0).replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+@dataclass
+class Verdict:
+    correct: bool | None     # None: an explain item the learner has not judged
+    message: str
+
+
+def check(item: Item, answer: str, ranges: dict, lang: str = "en", self_judged: bool | None = None) -> Verdict:
+    """Whether `answer` is right, and what to show: the measured value or the right option, and why."""
+    why = item.text("why", lang)
+    if item.kind == "numeric":
+        low, high = accepted_range(item, ranges)
+        got = parse_number(answer)
+        m_low, m_high, runs = ranges[(f"{item.lesson:02d}", item.claim)]
+        measured = (f"measured {_fmt(m_low * item.scale)}–{_fmt(m_high * item.scale)}{item.unit} "
+                    f"over {runs} runs")
+        if got is None:
+            return Verdict(False, f"no number in {answer!r}; {measured}. {why}")
+        ok = low <= got <= high
+        return Verdict(ok, f"{'right' if ok else 'wrong'}: {measured} (accepted {_fmt(low)}–{_fmt(high)}). {why}")
+    if item.kind == "choice":
+        letters = "abcdefgh"
+        text = answer.strip().lower()
+        index = letters.index(text[0]) if text[:1] in letters[:len(item.options)] and len(text) == 1 else (
+            int(text) - 1 if text.isdigit() else None)
+        right = f"{letters[item.answer]}) {item.options[item.answer].get(lang) or item.options[item.answer]['en']}"
+        if index is None:
+            return Verdict(False, f"answer with a letter; the right one: {right}. {why}")
+        ok = index == item.answer
+        lead = "right" if ok else ("wrong — that is the usual answer the lesson corrects" if index == item.folklore
+                                   else "wrong")
+        return Verdict(ok, f"{lead}: {right}. {why}")
+    return Verdict(self_judged, why)
+
+
+
+
+# --- the quiz as a page: the same items in JupyterLab and on the website ------------------------
+
+SHORT_ANSWER_HEADINGS = {"en": "## The short answer", "zh": "## 中文简答"}
+QUIZ_SCRIPT = Path(__file__).with_name("quiz.js")
+QUIZ_STYLE = (".course-quiz{border:1px solid #d0d7de;border-radius:6px;padding:.5em 1em;margin:.5em 0}"
+              ".course-quiz-item{margin:.9em 0}.course-quiz-question{font-weight:600;margin:.2em 0}"
+              ".course-quiz button{margin:.2em .4em .2em 0}.course-quiz-verdict{margin-top:.3em}"
+              ".course-quiz-verdict.right{color:#1a7f37}.course-quiz-verdict.wrong{color:#cf222e}"
+              ".course-quiz-model{border-left:3px solid #d0d7de;padding-left:.6em;color:#57606a}"
+              ".course-quiz-score{color:#57606a;font-size:.9em}")
+
+
+def short_answers(notebook: Path) -> dict:
+    """{"en": ..., "zh": ...}: the lesson's short answers, the model answer of its explain items."""
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    found = {}
+    for cell in cells:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        for lang, heading in SHORT_ANSWER_HEADINGS.items():
+            if cell["cell_type"] == "markdown" and source.lstrip().startswith(heading):
+                found[lang] = source.lstrip()[len(heading):].strip()
+    return found
+
+
+def payload(card: Card, ranges: dict, model_answers: dict) -> list[dict]:
+    """The card's items as the page's script reads them: texts in both languages, the accepted
+    range of each numeric item (computed here, so the script only compares), the model answer."""
+    items = []
+    for item in card.items:
+        entry = {"id": item.id, "lesson": f"{item.lesson:02d}", "kind": item.kind, "question": item.question,
+                 "why": item.why, "cell": item.cell}
+        if item.kind == "numeric":
+            low, high = accepted_range(item, ranges)
+            m_low, m_high, runs = ranges[(f"{item.lesson:02d}", item.claim)]
+            entry.update(accepted=[low, high], unit=item.unit,
+                         measured=f"{_fmt(m_low * item.scale)}–{_fmt(m_high * item.scale)}{item.unit} "
+                                  f"({runs} runs)")
+        elif item.kind == "choice":
+            entry.update(options=item.options, answer=item.answer, folklore=item.folklore)
+        else:
+            entry.update(model=model_answers)
+        items.append(entry)
+    return items
+
+
+def quiz_html(items: list[dict], mode: str = "lesson", lang: str = "en") -> str:
+    """A self-contained quiz: the items as JSON and the script that asks them (see quiz.js).
+    `mode` "lesson" asks them in order; "interview" asks the weakest first (Leitner boxes kept in
+    the browser's localStorage) and shows a score."""
+    data = json.dumps(items, ensure_ascii=False).replace("</", "<\\/")
+    return (f"<style>{QUIZ_STYLE}</style>"
+            f'<div class="course-quiz" data-mode="{html.escape(mode)}" data-lang="{html.escape(lang)}">'
+            f'<script type="application/json" class="course-quiz-items">{data}</script>'
+            f'<noscript>This quiz needs JavaScript; `course interview` asks the same questions in a terminal.'
+            f'</noscript></div><script>{QUIZ_SCRIPT.read_text(encoding="utf-8")}</script>')
+
+
+class CheckYourself:
+    """What `check_yourself` returns: the quiz in JupyterLab (HTML), its questions as text elsewhere."""
+
+    def __init__(self, card: Card, items: list[dict]):
+        self.card, self.items = card, items
+
+    def __repr__(self) -> str:
+        lines = [f"Check yourself: {len(self.items)} questions (answer them in JupyterLab, on the site, "
+                 f"or with `course interview --lesson {self.card.lesson:02d}`)"]
+        for number, item in enumerate(self.card.items, 1):
+            lines.append(f"{number}. [{item.kind}] {item.text('question', 'en')}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return quiz_html(self.items)
+
+
+def check_yourself(lesson: int) -> CheckYourself:
+    """The lesson's interview questions as a quiz (the last cell of every lesson)."""
+    notebook = notebook_of(lesson)
+    card = load_card(lesson, notebook)
+    if card is None:
+        raise ValueError(f"lesson: notebooks/{notebook.name} has no metadata.course.interview")
+    return CheckYourself(card, payload(card, claim_ranges(), short_answers(notebook)))

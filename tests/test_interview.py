@@ -1,0 +1,192 @@
+"""Interview practice (`course_tools.interview`): items parsed and validated, answers checked
+against the sweep's ranges, the Leitner schedule, the history file, and `course interview` driven
+through stdin; every lesson's items kept true (tests at the end)."""
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from course_tools import interview
+from course_tools.manifest import LESSONS
+
+LESSON = LESSONS[1]
+EN_ZH = {"en": "x", "zh": "x"}
+
+
+def _card(**overrides):
+    data = {"say_this": {"en": "Scale by 1/√d_k.", "zh": "除以√d_k。"}, "formula": "softmax(QKᵀ/√d_k)V",
+            "numbers": [], "folklore": EN_ZH, "measured": EN_ZH, "items": [
+                {"id": "01-starved", "kind": "numeric", "claim": "starved share", "question": EN_ZH,
+                 "why": {"en": "unscaled scores saturate the softmax", "zh": "x"}, "cell": "Experiment 2"},
+                {"id": "01-why", "kind": "choice", "question": EN_ZH, "why": EN_ZH, "cell": "Build",
+                 "options": [{"en": "keep variance 1", "zh": "x"}, {"en": "speed", "zh": "x"},
+                             {"en": "prevent overflow", "zh": "x"}], "answer": 0, "folklore": 2},
+                {"id": "01-explain", "kind": "explain", "question": EN_ZH, "why": EN_ZH, "cell": "Short answer"}]}
+    data.update(overrides)
+    return interview.parse_card(1, {"course": {"interview": data}})
+
+
+RANGES = {("01", "starved share"): (0.42, 0.50, 11)}
+
+
+def test_numeric_answers_are_checked_against_the_swept_range_widened():
+    item = _card().items[0]
+    assert interview.accepted_range(item, RANGES) == pytest.approx((0.37, 0.55))
+    assert interview.check(item, "about 0.45", RANGES).correct is True
+    assert interview.check(item, "0.3", RANGES).correct is False
+    verdict = interview.check(item, "I don't know", RANGES)
+    assert verdict.correct is False and "measured 0.42–0.5" in verdict.message
+
+
+def test_choice_answers_name_the_folklore():
+    item = _card().items[1]
+    assert interview.check(item, "a", RANGES).correct is True
+    wrong = interview.check(item, "c", RANGES)
+    assert wrong.correct is False and "usual answer the lesson corrects" in wrong.message
+    assert interview.check(item, "2", RANGES).correct is False   # numbers count from 1
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("say_this", {"en": "only english"}, "say_this: expected"),
+    ("items", [{"id": "01-a", "kind": "essay", "question": EN_ZH, "why": EN_ZH}], "kind: expected one of"),
+    ("items", [{"id": "02-a", "kind": "explain", "question": EN_ZH, "why": EN_ZH}], "id: expected to start with '01-'"),
+    ("items", [{"id": "01-a", "kind": "numeric", "question": EN_ZH, "why": EN_ZH}], "names the claim"),
+    ("items", [{"id": "01-a", "kind": "choice", "question": EN_ZH, "why": EN_ZH, "options": [EN_ZH, EN_ZH],
+                "answer": 2}], "answer in \\[0, 2\\)"),
+    ("items", [{"id": "01-a", "kind": "choice", "question": EN_ZH, "why": EN_ZH, "options": [EN_ZH, EN_ZH],
+                "answer": 1, "folklore": 1}], "folklore must be a wrong option"),
+])
+def test_malformed_items_are_refused_with_the_field(field, value, message):
+    with pytest.raises(interview.InterviewError, match=message):
+        _card(**{field: value})
+
+
+def test_a_wrong_answer_comes_back_sooner_than_a_right_one(tmp_path):
+    path = tmp_path / "interview.jsonl"
+    numeric, choice, _ = _card().items
+    t0 = dt.datetime(2026, 12, 1, 12, 0)
+    for item, answer in [(numeric, "0.45"), (choice, "c")]:
+        interview.record(item, answer, interview.check(item, answer, RANGES), path, when=t0)
+    state = interview.boxes(interview.history(path))
+    assert state["01-starved"]["box"] == 2 and state["01-why"]["box"] == 1
+    assert state["01-why"]["due"] < state["01-starved"]["due"]
+    later = interview.schedule([numeric, choice], interview.history(path), now=t0 + dt.timedelta(hours=1))
+    assert [i.id for i in later] == ["01-why", "01-starved"]   # the wrong one first; the right one not due
+
+
+def test_scores_count_each_items_latest_answer(tmp_path):
+    path = tmp_path / "interview.jsonl"
+    numeric, choice, _ = _card().items
+    for item, answer in [(numeric, "0.1"), (numeric, "0.45"), (choice, "c")]:
+        interview.record(item, answer, interview.check(item, answer, RANGES), path)
+    assert interview.scores(interview.history(path)) == {"01": "1/2"}
+
+
+def test_a_session_stops_cleanly_when_input_ends(tmp_path, monkeypatch):
+    monkeypatch.setenv(interview.INTERVIEW_ENV, str(tmp_path / "h.jsonl"))
+    answers = iter(["0.45"])
+
+    def read(prompt):
+        try:
+            return next(answers)
+        except StopIteration:
+            raise EOFError from None
+    shown = []
+    recorded = interview.run_session(_card().items, read=read, write=shown.append, ranges=RANGES)
+    assert len(recorded) == 1 and any("input ended" in line for line in shown)
+
+
+# --- every lesson's items, kept true -------------------------------------------------------------
+
+LESSONS_WITH_ITEMS = [lesson for lesson in LESSONS if lesson.number]
+
+
+def _lesson_text(lesson) -> str:
+    import nbformat
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("lesson", LESSONS_WITH_ITEMS, ids=[l.stem for l in LESSONS_WITH_ITEMS])
+def test_every_lesson_has_items_of_each_kind_bound_to_its_claims(lesson):
+    from course_lib.quiz import claim_ranges, load_card
+    card = load_card(lesson.number, lesson.notebook)
+    assert card is not None, f"{lesson.stem}: no metadata.course.interview"
+    kinds = [item.kind for item in card.items]
+    assert 4 <= len(kinds) <= 8 and {"numeric", "choice", "explain"} <= set(kinds), f"{lesson.stem}: {kinds}"
+    ranges = claim_ranges()
+    for item in card.items:
+        if item.kind == "numeric":
+            key = (f"{lesson.number:02d}", item.claim)
+            assert key in ranges, f"{item.id}: no claim {item.claim!r} in docs/sweep/claims.csv"
+            low, high = interview.accepted_range(item, ranges)
+            swept_low, swept_high, _ = ranges[key]
+            assert low <= swept_low * item.scale and swept_high * item.scale <= high
+    for entry in card.numbers:
+        assert (f"{lesson.number:02d}", entry["claim"]) in ranges, f"{lesson.stem}: number {entry['claim']!r}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS_WITH_ITEMS, ids=[l.stem for l in LESSONS_WITH_ITEMS])
+def test_every_choice_answer_is_stated_in_its_lesson_and_folklore_is_a_distractor(lesson):
+    import json
+    nb = json.loads(lesson.notebook.read_text(encoding="utf-8"))
+    raw_items = nb["metadata"]["course"]["interview"]["items"]
+    text = " ".join(_lesson_text(lesson).split())
+    choices = [item for item in raw_items if item["kind"] == "choice"]
+    for item in choices:
+        source = item.get("source", "")
+        assert source and " ".join(source.split()) in text, \
+            f"{item['id']}: its 'source' (the lesson's sentence stating the right option) is not in the lesson: {source!r}"
+    assert any(item.get("folklore") is not None for item in choices), \
+        f"{lesson.stem}: no choice item offers the usual answer the lesson corrects as a distractor"
+
+
+@pytest.mark.parametrize("lesson", LESSONS_WITH_ITEMS, ids=[l.stem for l in LESSONS_WITH_ITEMS])
+def test_the_stored_check_yourself_cells_are_current(lesson):
+    import nbformat
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    ids = [cell.get("id") for cell in nb.cells]
+    assert ids[-2:] == [interview.QUIZ_HEADING_ID, interview.QUIZ_CELL_ID], \
+        f"{lesson.stem}: the last two cells are not Check yourself (`course interview --store-cells`)"
+    _, fresh = interview.quiz_cells(lesson.number, lesson.notebook)
+    stored = nb.cells[-1].outputs[0]["data"] if nb.cells[-1].outputs else {}
+    assert stored.get("text/html") == fresh.outputs[0]["data"]["text/html"], \
+        f"{lesson.stem}: stored quiz out of date (`course interview --store-cells --lesson {lesson.number:02d}`)"
+
+
+def test_course_interview_through_stdin_right_wrong_history_and_schedule(tmp_path):
+    """`course interview --lesson 01 --n 3` driven by a script: the first item answered right, the
+    second wrong; the history records both and the wrong one is due first."""
+    from course_lib.quiz import claim_ranges, load_card
+    card = load_card(1, LESSONS[1].notebook)
+    first, second = interview.schedule(card.items, [])[:2]
+    ranges = claim_ranges()
+
+    def right(item):
+        if item.kind == "numeric":
+            low, high, _ = ranges[("01", item.claim)]
+            return [str((low + high) / 2 * item.scale)]
+        if item.kind == "choice":
+            return ["abcdefgh"[item.answer]]
+        return ["my answer", "y"]
+
+    def wrong(item):
+        if item.kind == "numeric":
+            return ["-12345"]
+        if item.kind == "choice":
+            return ["abcdefgh"[(item.answer + 1) % len(item.options)]]
+        return ["no idea", "n"]
+    history = tmp_path / "interview.jsonl"
+    stdin = "\n".join(right(first) + wrong(second)) + "\n"
+    env = {**os.environ, interview.INTERVIEW_ENV: str(history)}
+    result = subprocess.run([sys.executable, "-m", "course_tools.cli", "interview", "--lesson", "01", "--n", "3"],
+                            input=stdin, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "right" in result.stdout and ("wrong" in result.stdout or "to review" in result.stdout)
+    entries = [json.loads(line) for line in history.read_text().splitlines()]
+    assert [(e["item"], e["correct"]) for e in entries] == [(first.id, True), (second.id, False)]
+    assert entries[1]["due"] < entries[0]["due"]
+    assert [i.id for i in interview.schedule(card.items, entries)][0] == second.id
