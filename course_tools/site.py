@@ -135,19 +135,13 @@ def interview_page(lessons: list[Lesson]) -> str:
         card = load_card(lesson.number, lesson.notebook) if lesson.number else None
         if card is not None:
             items += payload(card, ranges, short_answers(lesson.notebook))
-    return ("# Mock interview · 模拟面试
-
-"
+    return ("# Mock interview · 模拟面试\n\n"
             "Every lesson's interview questions on one page, the ones you have not answered or got wrong "
             "first (a Leitner schedule kept in this browser's `localStorage`; nothing is sent anywhere). "
             "Numeric answers are checked against the range the course measured over its sweep runs. "
             "The same questions are at the end of each lesson page, and `course interview` asks them "
-            "in a terminal.
-
-"
-            "每课的面试题汇于一页：未答或答错的题排在前面（进度只保存在本浏览器中）。
-
-"
+            "in a terminal.\n\n"
+            "每课的面试题汇于一页：未答或答错的题排在前面（进度只保存在本浏览器中）。\n\n"
             "```{raw} html\n" + quiz_html(items, mode="interview") + "\n```\n")
 
 
