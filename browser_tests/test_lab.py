@@ -5,8 +5,8 @@ environment), on a free local port with a token, in a temporary folder holding a
 with its outputs cleared (autosave must not touch the stored notebook, and every output must
 come from this run). The test opens the notebook, runs every cell from
 the Run menu, and checks on the page that every cell ran, nothing raised, the evidence cell ran
-(and ends with its ✓ list of claims) and the figure is shown; then it saves from the page and checks
-the saved file too. No first-run pop-up (the Jupyter news question) may appear.
+(and ends with its ✓ list of claims) and the figure is shown, and answers the Check yourself quiz
+of the last cell (one item right, one wrong); then it saves from the page and checks the saved file too. No first-run pop-up (the Jupyter news question) may appear.
 
 A second test opens the stored lesson 01 (as committed) next to the learner's copy of its exercise
 (`course start 01`): two tabs with different titles, neither marked modified once its kernel is up.
@@ -123,6 +123,14 @@ def test_lesson_01_runs_all_cells_in_jupyterlab(browser, lab_server, screenshots
         page.screenshot(path=str(screenshots / "lab_01_figure.png"))
         evidence_cell.scroll_into_view_if_needed()
         page.screenshot(path=str(screenshots / "lab_01_evidence.png"))
+
+        # The last cell: Check yourself, answered in the page (one item right, one wrong).
+        from .quiz import answer_one_right_one_wrong
+        quiz = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .course-quiz[data-ready]").first
+        quiz.wait_for(state="attached", timeout=30_000)
+        quiz.scroll_into_view_if_needed()
+        answer_one_right_one_wrong(quiz, json.loads(quiz.locator(".course-quiz-items").text_content()))
+        page.screenshot(path=str(screenshots / "lab_01_check_yourself.png"))
 
         # Save from the page and check the file the learner would have.
         page.keyboard.press("Control+s")

@@ -252,3 +252,52 @@ def test_chinese_is_drawn_with_the_font_the_site_embeds(site, visit):
     }""")
     assert loaded >= 1, "the embedded CJK font was not used for the page's Chinese"
     assert v.page.evaluate("() => document.fonts.check('16px \"Course CJK\"', '缩放的原因')")
+
+
+# --- Check yourself and the mock interview ------------------------------------------------------
+
+def _items(page) -> list[dict]:
+    import json
+    return json.loads(page.locator(".course-quiz .course-quiz-items").first.text_content())
+
+
+def test_a_lesson_page_quiz_checks_one_answer_right_and_one_wrong_offline(site, visit, screenshots):
+    from .quiz import answer_one_right_one_wrong
+    page = visit("01_scale_sqrt_dk.html", offline=True).page
+    quiz = page.locator(".course-quiz[data-ready]").first
+    quiz.wait_for(state="attached", timeout=10_000)
+    right, wrong = answer_one_right_one_wrong(quiz, _items(page))
+    assert "measured" in right and "reread" in wrong
+    quiz.scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "site_check_yourself.png"))
+
+
+def test_the_mock_interview_asks_the_wrong_item_first_after_a_reload(site, visit, screenshots):
+    from .quiz import answer_one_right_one_wrong, answers
+    visited = visit("interview.html", offline=True)
+    page = visited.page
+    quiz = page.locator(".course-quiz[data-ready]").first
+    items = _items(page)
+    assert {item["lesson"] for item in items} >= {"01", "25"}, "the mock interview lacks lessons"
+    answer_one_right_one_wrong(quiz, items)
+    assert "1 of 2" in quiz.locator(".course-quiz-score").inner_text()
+    page.screenshot(path=str(screenshots / "site_mock_interview.png"), full_page=False)
+    page.reload(wait_until="load")
+    order = page.evaluate("() => [...document.querySelectorAll('.course-quiz-item')].map(e => e.dataset.item)")
+    right, wrong = answers(items)
+    # never-answered items come first, then the one answered wrong (box 1, due), the right one last
+    assert order.index(wrong["item"]["id"]) < order.index(right["item"]["id"]) == len(order) - 1
+    stored = page.evaluate("() => JSON.parse(localStorage.getItem('course-interview-v1'))")
+    assert stored[right["item"]["id"]]["box"] == 2 and stored[wrong["item"]["id"]]["box"] == 1
+
+
+def test_the_cheat_sheet_prints_each_part_in_at_most_two_pages(site, visit):
+    page = visit("cheatsheet.html").page
+    page.emulate_media(media="print")
+    page.set_viewport_size({"width": 794, "height": 1123})   # A4 at 96 dpi
+    heights = page.evaluate("() => [...document.querySelectorAll('.cheatsheet-part')].map(e => e.getBoundingClientRect().height)")
+    assert len(heights) == 4, heights
+    # A4 less the 11 mm margins: 275 mm = 1039 px a page
+    assert max(heights) <= 2 * 1039, f"a part of the cheat sheet needs more than two printed pages: {heights}"
+    pdf = page.pdf(format="A4", print_background=False)
+    assert pdf[:4] == b"%PDF" and pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages") <= 8

@@ -190,12 +190,6 @@ def test_constant_evidence_and_thin_evidence_are_caught_identities_are_not():
     assert list(thin_claims(spread)["statement"]) == ["thin"]  # 1.0 / 1.0 = 1 range; 'far': 9 / 0.2 = 45
 
 
-def test_default_sweep_runs_ten_seeds_and_a_two_thread_run():
-    from course_tools.sweep import DEFAULT_RUNS
-    assert sorted(r.seed for r in DEFAULT_RUNS if r.threads == 1) == list(range(10))
-    assert [r.threads for r in DEFAULT_RUNS if r.threads != 1] == [2]
-
-
 def test_identity_needs_a_reason_and_is_shown_as_by_construction():
     from course_lib.evidence import claims_summary, identity
     with pytest.raises(ValueError, match="why: a claim of kind 'identity' needs a one-line reason"):

@@ -63,9 +63,15 @@ def test_exercises_are_generated_from_solutions_and_up_to_date():
 # environment.yml, requirements.lock and every import against pyproject.toml: tests/test_dependencies.py
 
 
-def test_torch_is_pinned():
+def test_the_installed_torch_is_the_exact_version_pinned():
+    """torch is pinned exactly (a range pulls a multi-GB CUDA build), and the environment running the
+    tests has that version: a stale or hand-upgraded environment fails here, not in a lesson."""
+    import torch
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert "torch==2.13.0" in deps
+    pin = next(d for d in deps if d.replace(" ", "").startswith("torch"))
+    assert re.fullmatch(r"torch==\d+\.\d+\.\d+", pin.replace(" ", "")), f"torch is not pinned exactly: {pin!r}"
+    assert torch.__version__.split("+")[0] == pin.split("==")[1], \
+        f"installed torch {torch.__version__}, pinned {pin}: run `make install`"
 
 
 def test_readme_has_the_generated_timing_table():

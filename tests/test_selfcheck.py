@@ -27,11 +27,6 @@ def results():
     return outcome
 
 
-def test_every_lesson_with_an_exercise_has_both_notebooks():
-    for lesson in WITH_EXERCISE:
-        assert lesson.exercise.exists() and lesson.solution.exists(), lesson.id
-
-
 @pytest.mark.parametrize("lesson", WITH_EXERCISE, ids=lambda l: f"{l.number:02d}")
 def test_nbval_fails_on_the_untouched_exercise_and_passes_on_the_solution(lesson, results):
     exercise = results[lesson.exercise.resolve()]
