@@ -58,3 +58,125 @@ def require_bool_mask(name: str, mask, target_shape: tuple[int, ...], layout: st
 def require_divisible(name: str, value: int, divisor_name: str, divisor: int) -> None:
     if divisor <= 0 or value % divisor != 0:
         raise ValueError(f"{name}={value} must be divisible by {divisor_name}={divisor}")
+
+
+# --- scalars ----------------------------------------------------------------------------------
+# Each check names the argument and says what was expected and what came: "d_model: expected a
+# positive int, got -64". bool is refused where a number is expected (True is an int in Python).
+
+def require_int(name: str, value, minimum: int | None = None) -> int:
+    """An int (not a bool), at least `minimum` when given."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}: expected an int >= {minimum}, got {value}")
+    return value
+
+
+def require_positive_int(name: str, value) -> int:
+    """An int >= 1 (a size, a count, a number of heads or layers)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}: expected a positive int, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name}: expected a positive int, got {value}")
+    return value
+
+
+def require_finite(name: str, value, minimum: float | None = None, maximum: float | None = None,
+                   strict_minimum: bool = False) -> float:
+    """A finite real number (int or float, not bool), within [minimum, maximum] when given
+    (`strict_minimum`: > minimum, e.g. a learning rate or an epsilon that must be > 0)."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name}: expected a finite number, got {type(value).__name__} {value!r}")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{name}: expected a finite number, got {value}")
+    if minimum is not None and (value <= minimum if strict_minimum else value < minimum):
+        raise ValueError(f"{name}: expected a number {'>' if strict_minimum else '>='} {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name}: expected a number <= {maximum}, got {value}")
+    return float(value)
+
+
+def require_positive(name: str, value) -> float:
+    """A finite number > 0 (an epsilon, a learning rate, a temperature)."""
+    return require_finite(name, value, minimum=0.0, strict_minimum=True)
+
+
+def require_probability(name: str, value) -> float:
+    """A probability: a finite number in [0, 1]."""
+    return require_finite(name, value, minimum=0.0, maximum=1.0)
+
+
+def require_str(name: str, value) -> str:
+    """Text: a str (not bytes, not a list of words, not a number)."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name}: expected a str, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def require_texts(name: str, value) -> list[str]:
+    """A non-empty list (or tuple) of str; a single str is refused (it would be read character by
+    character)."""
+    if isinstance(value, str):
+        raise ValueError(f"{name}: expected a list of str, got one str {value!r:.60} "
+                         f"(wrap it: [{value!r:.30}])")
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name}: expected a list of str, got {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{name}: expected a non-empty list of str, got an empty {type(value).__name__}")
+    for i, text in enumerate(value):
+        if not isinstance(text, str):
+            raise ValueError(f"{name}[{i}]: expected a str, got {type(text).__name__} {text!r:.60}")
+    return list(value)
+
+
+# --- tensors ----------------------------------------------------------------------------------
+
+def require_floating(name: str, x, expected: torch.dtype | None = None) -> torch.Tensor:
+    """A floating-point tensor; with `expected` (a module's parameter dtype), exactly that dtype,
+    so that float64 input meets a float32 layer with a sentence instead of a matmul error."""
+    require_tensor(name, x)
+    if not x.is_floating_point():
+        raise ValueError(f"{name}: expected a floating-point tensor"
+                         f"{f' ({expected})' if expected is not None else ''}, got {x.dtype}")
+    if expected is not None and x.dtype != expected:
+        raise ValueError(f"{name}: expected dtype {expected} (the layer's parameters), got {x.dtype}: "
+                         f"convert with .to({expected})")
+    return x
+
+
+def require_ids(name: str, ids, vocab_size: int | None = None, allow: tuple[int, ...] = ()) -> torch.Tensor:
+    """Integer token ids, each in [0, vocab_size) (or one of `allow`, e.g. -100 for ignored labels)."""
+    require_tensor(name, ids)
+    if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise ValueError(f"{name}: expected integer token ids (torch.long), got {ids.dtype}")
+    if ids.numel() and vocab_size is not None:
+        valid = (ids >= 0) & (ids < vocab_size)
+        for value in allow:
+            valid |= ids == value
+        if not bool(valid.all()):
+            bad = ids[~valid]
+            allowed = f" or {', '.join(map(str, allow))}" if allow else ""
+            raise ValueError(f"{name}: expected ids in [0, {vocab_size}){allowed}, got "
+                             f"{int(bad.min())}..{int(bad.max())} ({int(bad.numel())} out of range)")
+    return ids
+
+
+def require_labels(name: str, labels, num_classes: int, ignore_index: int | None = -100) -> torch.Tensor:
+    """Class labels in [0, num_classes), or `ignore_index` (-100, what cross_entropy skips)."""
+    return require_ids(name, labels, num_classes, allow=(ignore_index,) if ignore_index is not None else ())
+
+
+def require_same_batch(name: str, x, reference_name: str, reference) -> None:
+    """Two tensors that pair up row by row have the same batch size (no silent broadcasting)."""
+    if x.shape[0] != reference.shape[0]:
+        raise ValueError(f"{name}: batch size {x.shape[0]} differs from {reference_name}'s "
+                         f"{reference.shape[0]} (shapes {shape_str(x)} and {shape_str(reference)})")
+
+
+def require_nonempty(name: str, x) -> None:
+    """A batch with at least one row (and a sequence with at least one position)."""
+    if any(size == 0 for size in x.shape):
+        raise ValueError(f"{name}: expected a non-empty tensor, got shape {shape_str(x)}")
