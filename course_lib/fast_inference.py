@@ -17,10 +17,13 @@ outlier no longer coarsens the grid of all the others.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
+import inspect
 import io
-import json
 import logging
+import random
+import types
 import statistics
 import time
 import warnings
@@ -30,6 +33,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from . import cache
 from .validation import require_rank, require_tensor
 
 INT8_MAX = 127   # symmetric: -127..127; -128 is left unused so that q and -q both exist
@@ -94,18 +98,50 @@ def quantization_error(weight, per_channel: bool) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def quantize_int8(model: nn.Module, per_channel: bool) -> nn.Module:
+def quantize_int8(model: nn.Module, per_channel: bool, reduce_range: bool = True) -> nn.Module:
     """A copy of `model` whose every nn.Linear runs PyTorch's dynamic int8 kernel: weights
     stored as int8 (per output row when `per_channel`, else one scale per matrix), activations
-    quantised on the fly per batch. Embeddings and LayerNorms stay float32. CPU only."""
+    quantised on the fly per batch. Embeddings and LayerNorms stay float32. CPU only.
+
+    `reduce_range=True` is PyTorch's default: activations use 7 of their 8 bits (0..127), because
+    the AVX2 kernel adds pairs of u8·s8 products in 16 bits, which can overflow at full range.
+    With AVX512-VNNI (`vnni_supported()`) the products are summed in 32 bits, and
+    `reduce_range=False` gives the activations their full 8 bits (half the rounding step)."""
     from torch.ao.quantization import (default_dynamic_qconfig, per_channel_dynamic_qconfig,
                                        quantize_dynamic)
 
     qconfig = per_channel_dynamic_qconfig if per_channel else default_dynamic_qconfig
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # torch.ao.quantization's deprecation notice
-        return quantize_dynamic(copy.deepcopy(model).cpu().eval(), {nn.Linear: qconfig},
-                                dtype=torch.qint8)
+        quantized = quantize_dynamic(copy.deepcopy(model).cpu().eval(), {nn.Linear: qconfig},
+                                     dtype=torch.qint8)
+    if not reduce_range:
+        from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
+        for module in quantized.modules():
+            if isinstance(module, DynamicLinear) and module._packed_params.dtype == torch.qint8:
+                module.forward = types.MethodType(_linear_8bit_activations, module)
+    return quantized
+
+
+def _linear_8bit_activations(self, x):
+    """torch's DynamicQuantizedLinear.forward with reduce_range=False (full 8-bit activations)."""
+    y = torch.ops.quantized.linear_dynamic(x, self._packed_params._packed_params, reduce_range=False)
+    return y.to(x.dtype)
+
+
+def vnni_supported() -> bool:
+    """Whether this CPU has AVX512-VNNI (or AVX-VNNI): int8 dot products summed in 32 bits, so
+    full-range 8-bit activations cannot overflow (see `quantize_int8`)."""
+    return _cpu_has("avx512_vnni", "avx_vnni")
+
+
+def _cpu_has(*flags: str) -> bool:
+    try:
+        present = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return False
+    return any(f in present for f in flags)
 
 
 class LowRankLinear(nn.Module):
@@ -204,20 +240,45 @@ def state_digest(model: nn.Module) -> str:
     return digest.hexdigest()
 
 
-def _versions() -> dict:
-    import onnx
-    import onnxruntime
+def _config_dict(model: nn.Module) -> dict:
+    """Every setting of the model's config, including those not in its state dict (heads,
+    layer_norm_eps, hidden_act) and Hugging Face's attention implementation."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return {}
+    if hasattr(config, "to_dict"):
+        settings = dict(config.to_dict())
+    elif dataclasses.is_dataclass(config):
+        settings = dataclasses.asdict(config)
+    else:
+        settings = dict(vars(config))
+    settings["attn_implementation"] = getattr(config, "_attn_implementation", None)
+    return settings
 
-    return {"torch": torch.__version__, "onnx": onnx.__version__,
-            "onnxruntime": onnxruntime.__version__, "source": _source_digest()}
+
+def _model_sources(model: nn.Module) -> list[Path]:
+    """This module, the course_lib module that defines the model's class and every course_lib
+    module either imports (bert.py -> transformer.py -> attention.py ...). A Hugging Face model's
+    code is covered by the transformers version instead."""
+    files = [Path(__file__)]
+    for cls in type(model).__mro__:
+        source = Path(inspect.getsourcefile(cls) or "") if cls.__module__.startswith("course_lib") else None
+        if source is not None and source.exists():
+            files.append(source)
+    return cache.source_modules(*files)
 
 
-def _source_digest() -> str:
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+def onnx_cache_key(model: nn.Module, opset: int = 17) -> str:
+    """The key of the model's ONNX files: its weights, its config (every field), the opset, the
+    torch/onnx/onnxruntime/transformers versions and the course source that defines and exports
+    it (see `course_lib.cache`)."""
+    inputs = {"weights": state_digest(model), "config": _config_dict(model), "opset": opset}
+    return cache.cache_key(inputs, cache.versions("torch", "onnx", "onnxruntime", "transformers"),
+                           cache.source_digest(_model_sources(model)))
 
 
 def default_cache_dir() -> Path:
-    return Path(__file__).resolve().parents[1] / "build" / "cache" / "onnx"
+    return cache.cache_dir("onnx")
 
 
 #: One-off costs of the last `onnx_session` calls that had to build a file: {"export_s": ..,
@@ -229,12 +290,13 @@ def onnx_file(model: nn.Module, *, int8: bool, per_channel: bool = True,
               cache_dir: str | Path | None = None, opset: int = 17) -> Path:
     """The model exported to ONNX (legacy TorchScript exporter, `dynamo=False`, dynamic batch and
     sequence axes), optionally quantised to int8 by ONNX Runtime (`quantize_dynamic`, weights
-    per output channel when `per_channel`). Cached under `cache_dir` by a key made of the
-    model's weights, the options and the torch/onnx/onnxruntime versions."""
+    per output channel when `per_channel`). Cached under `cache_dir` by `onnx_cache_key`: the
+    weights, every config field, the library versions and the course source that produced it.
+    Files are written under a name unique to the process and renamed, so parallel runs can
+    build the same file without colliding."""
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache_dir.mkdir(parents=True, exist_ok=True)
-    base_key = hashlib.sha256(json.dumps({"weights": state_digest(model), "opset": opset,
-                                          **_versions()}, sort_keys=True).encode()).hexdigest()[:16]
+    base_key = onnx_cache_key(model, opset)
     fp32_path = cache_dir / f"encoder-{base_key}-fp32.onnx"
     if not fp32_path.exists():
         start = time.perf_counter()
@@ -247,15 +309,14 @@ def onnx_file(model: nn.Module, *, int8: bool, per_channel: bool = True,
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         start = time.perf_counter()
-        tmp = int8_path.with_suffix(".tmp.onnx")
         root = logging.getLogger()
         level, root.level = root.level, logging.ERROR     # "consider pre-processing" notices
         try:
-            quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8,
-                             per_channel=per_channel)
+            with cache.atomic_path(int8_path) as tmp:
+                quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8,
+                                 per_channel=per_channel)
         finally:
             root.setLevel(level)
-        tmp.replace(int8_path)
         LAST_BUILD["quantize_s"] = time.perf_counter() - start
     return int8_path
 
@@ -268,33 +329,42 @@ def _export(model: nn.Module, path: Path, opset: int) -> None:
     names = ["input_ids", "attention_mask", "token_type_ids"]
     axes = {n: {0: "batch", 1: "sequence"} for n in names}
     axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
-    tmp = path.with_suffix(".tmp.onnx")
-    with warnings.catch_warnings(), torch.no_grad():
+    with warnings.catch_warnings(), torch.no_grad(), cache.atomic_path(path) as tmp:
         warnings.simplefilter("ignore")          # tracer warnings about Python-side checks
         torch.onnx.export(wrapper, example, str(tmp), input_names=names,
                           output_names=["last_hidden_state"], dynamic_axes=axes,
                           opset_version=opset, dynamo=False)
-    tmp.replace(path)
+
+
+def ort_options(num_threads: int | None = None, fusions: bool = True):
+    """ONNX Runtime session options for a fair CPU comparison: `num_threads` intra-op threads
+    (default: torch's count), one inter-op thread, threads that sleep rather than spin after a
+    call, and all graph optimisations (`fusions=False`: none, to see what the fusions add)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    # The same number of threads as torch, so that the comparison is fair.
+    options.intra_op_num_threads = num_threads or torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if fusions
+                                         else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    options.log_severity_level = 3
+    # Threads that spin after a call would steal the CPU from whatever is timed next
+    # (torch, in an interleaved benchmark): let them sleep, as torch's do.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
 
 
 class OnnxEncoder:
     """An ONNX Runtime session behind the call signature of a BertModel:
     `encoder(input_ids=, attention_mask=, token_type_ids=)` -> (last_hidden_state,) as torch."""
 
-    def __init__(self, path: Path, num_threads: int | None = None):
+    def __init__(self, path: Path, num_threads: int | None = None, fusions: bool = True):
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
-        # The same number of threads as torch, so that the comparison is fair.
-        options.intra_op_num_threads = num_threads or torch.get_num_threads()
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        # Threads that spin after a call would steal the CPU from whatever is timed next
-        # (torch, in an interleaved benchmark): let them sleep, as torch's do.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.path = Path(path)
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(path), ort_options(num_threads, fusions),
+                                            providers=["CPUExecutionProvider"])
 
     def __call__(self, input_ids, attention_mask=None, token_type_ids=None):
         if attention_mask is None:
@@ -362,24 +432,42 @@ def pad_batch(encodings: list[dict], pad_id: int = 0) -> dict:
     return out
 
 
-def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 5,
-                     warmup: int = 1) -> dict[str, list[float]]:
+def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
+                     seed: int | None = None) -> dict[str, list[float]]:
     """Seconds per call of every function, measured round-robin: each round calls every
-    function once (in a rotated order), so a slow spell of a shared machine hits all of them
-    alike. Returns {name: [seconds of each round]}; take the median."""
+    function once, so a slow spell of a shared machine hits all of them alike. The order of a
+    round is rotated by one each round, or shuffled when `seed` is given (then no function
+    always follows the same neighbour). Returns {name: [seconds of each round]}: take the
+    median, or the median of per-round ratios (`paired_ratio`)."""
     names = list(runs)
+    rng = random.Random(seed)
     with torch.inference_mode():
         for _ in range(warmup):
             for name in names:
                 runs[name]()
         times = {name: [] for name in names}
         for r in range(repeats):
-            order = names[r % len(names):] + names[:r % len(names)]
+            if seed is None:
+                order = names[r % len(names):] + names[:r % len(names)]
+            else:
+                order = rng.sample(names, len(names))
             for name in order:
                 start = time.perf_counter()
                 runs[name]()
                 times[name].append(time.perf_counter() - start)
     return times
+
+
+def paired_ratio(times: dict[str, list[float]], reference: str, case: str) -> float:
+    """Median over rounds of (reference's time / case's time) within the same round: a paired
+    statistic, so load that slows a whole round cancels out. Above 1: `case` is faster."""
+    return statistics.median(r / c for r, c in zip(times[reference], times[case]))
+
+
+def spread(values) -> tuple[float, float]:
+    """(25th, 75th percentile) of the values: the interquartile range of the rounds."""
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[2]
 
 
 def median(values) -> float:
@@ -394,3 +482,22 @@ def bf16_supported() -> bool:
     except OSError:
         return False
     return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
+
+
+def forward_flops(model: nn.Module, seq_len: int, batch_size: int = 1) -> int:
+    """2 x the multiply-adds of a forward pass over (batch_size, seq_len) tokens: every
+    nn.Linear (float or int8, low-rank factors included) plus attention's two (T x T) products
+    per layer. Set by the shapes alone: no timing."""
+    tokens = batch_size * seq_len
+    flops = 0
+    for module in model.modules():
+        weight = getattr(module, "weight", None)
+        if callable(weight):                                 # torch's dynamic int8 Linear
+            weight = weight()
+        if isinstance(module, nn.Linear) or type(module).__name__ == "Linear":
+            flops += 2 * tokens * weight.shape[0] * weight.shape[1]
+    config = getattr(model, "config", None)
+    if config is not None:
+        layers = len(model.layers) if hasattr(model, "layers") else len(model.encoder.layer)
+        flops += layers * 2 * 2 * tokens * seq_len * config.hidden_size   # QK^T and AV
+    return flops

@@ -240,6 +240,8 @@ def payload(card: Card, ranges: dict, model_answers: dict) -> list[dict]:
     range of each numeric item (computed here, so the script only compares), the model answer."""
     items = []
     for item in card.items:
+        if item.kind == "numeric" and (f"{item.lesson:02d}", item.claim) not in ranges:
+            continue   # its claim is not in the sweep data (yet): tests/test_interview.py says so
         entry = {"id": item.id, "lesson": f"{item.lesson:02d}", "kind": item.kind, "question": item.question,
                  "why": item.why, "cell": item.cell}
         if item.kind == "numeric":

@@ -3,8 +3,9 @@
 One interleaved run (every case of a group is called once per round, in a rotated order, so a
 slow spell of a shared machine hits all of them alike) of:
 
-1. the MiniLM forward pass (real tokens from Python's documentation) at batch 32 x 128 and
-   1 x 128: Hugging Face `BertModel` with eager attention and with SDPA, and the course's
+1. the MiniLM forward pass (real tokens from Python's documentation) at batch 32 x 128, the
+   same batch with half its rows padded to half length (the attention-mask path), and 1 x 128:
+   Hugging Face `BertModel` with eager attention and with SDPA, and the course's
    `BertModel` (fused attention, `course_lib.bert`), with the largest difference of the course's
    hidden states from Hugging Face's SDPA model (all tokens of the full batch, and the real
    tokens of a padded batch);
@@ -12,7 +13,8 @@ slow spell of a shared machine hits all of them alike) of:
    `PretrainConfig`), course `BertForPreTraining` vs `transformers.BertForPreTraining` with the
    same config and weights, in tokens per second;
 3. lesson 25's CPU paths (`course_lib.fast_inference`) at batch 1 and 32: PyTorch dynamic int8
-   (per tensor, per channel), ONNX Runtime fp32 and int8 (per channel), against the best fp32
+   (per tensor, per channel, and per channel with 8-bit activations on a CPU with VNNI), ONNX
+   Runtime fp32 and int8 (per channel), against the best fp32
    path (the fastest of the course's model, Hugging Face's SDPA model and ONNX Runtime fp32), with the cosine of their
    mean-pooled sentence embeddings to fp32. CPU only: skipped on a GPU.
 
@@ -49,17 +51,23 @@ def _synchronizer(device: torch.device) -> Callable[[], None]:
 
 
 def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
-                     sync: Callable[[], None] = lambda: None) -> dict[str, float]:
+                     sync: Callable[[], None] = lambda: None, seed: int | None = None) -> dict[str, float]:
     """Median seconds per call of each function, measured round-robin (each round calls every
-    function once, starting one further along each round)."""
+    function once, starting one further along each round, or in a random order when `seed`
+    is given)."""
+    import random
+
     names = list(runs)
+    rng = random.Random(seed)
     for _ in range(warmup):
         for name in names:
             runs[name]()
     sync()
     times = {name: [] for name in names}
     for r in range(repeats):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        order = (names[r % len(names):] + names[:r % len(names)] if seed is None
+                 else rng.sample(names, len(names)))
+        for name in order:
             start = time.perf_counter()
             runs[name]()
             sync()
@@ -138,6 +146,16 @@ def _random_batch(vocab_size: int, batch_size: int, seq_len: int, padded: bool,
     return {"input_ids": ids, "token_type_ids": torch.zeros_like(ids), "attention_mask": mask}
 
 
+def half_padded(batch: dict[str, torch.Tensor], pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """The batch with its second half of rows cut to half length and right-padded: the
+    attention-mask path of a model, timed at the same shape as the unpadded batch."""
+    B, T = batch["input_ids"].shape
+    mask = torch.ones_like(batch["input_ids"])
+    mask[B // 2:, T // 2:] = 0
+    ids = torch.where(mask.bool(), batch["input_ids"], torch.full_like(batch["input_ids"], pad_id))
+    return {"input_ids": ids, "token_type_ids": batch["token_type_ids"] * mask, "attention_mask": mask}
+
+
 def _padded_real_batch(tokenizer) -> dict[str, torch.Tensor]:
     from course_lib.corpus import pydoc_texts
 
@@ -170,12 +188,13 @@ def _max_diff(course, hf, batch) -> float:
 
 def bench_forward(course, hf_eager, hf_sdpa, batch, repeats, sync, padded_batch=None) -> list[dict]:
     B, T = batch["input_ids"].shape
-    group = f"forward {B}x{T}"
+    padded_rows = int((batch["attention_mask"] == 0).any(1).sum())
+    group = f"forward {B}x{T}" + (f", {padded_rows} rows padded to half length" if padded_rows else "")
     runs = {"Hugging Face eager": lambda: _hf_hidden(hf_eager, batch),
             "Hugging Face SDPA": lambda: _hf_hidden(hf_sdpa, batch),
             "course BertModel": lambda: _course_hidden(course, batch)}
     with torch.inference_mode():
-        t = time_interleaved(runs, repeats, sync=sync)
+        t = time_interleaved(runs, repeats, sync=sync, seed=0)
     diff = _max_diff(course, hf_sdpa, batch)
     note = "max abs diff: all tokens of this batch"
     if padded_batch is not None:
@@ -248,6 +267,9 @@ def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable
             "ONNX Runtime fp32": fi.onnx_session(course, int8=False, cache_dir=cache_dir)}
     int8 = {"torch int8, per tensor": fi.quantize_int8(course, per_channel=False),
             "torch int8, per channel": fi.quantize_int8(course, per_channel=True),
+            **({"torch int8, per channel, 8-bit activations":
+                fi.quantize_int8(course, per_channel=True, reduce_range=False)}
+               if fi.vnni_supported() else {}),
             "ONNX Runtime int8, per channel": fi.onnx_session(course, int8=True, per_channel=True,
                                                              cache_dir=cache_dir)}
     rows = []
@@ -255,7 +277,7 @@ def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable
         B, T = batch["input_ids"].shape
         runs = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in {**fp32, **int8}.items()}
         with torch.inference_mode():
-            t = time_interleaved(runs, repeats(B))
+            t = time_interleaved(runs, repeats(B), seed=0)
         best = min(fp32, key=t.get)
         reference = fi.embed(course, batch)
         for name, model in {**fp32, **int8}.items():       # the best fp32 path itself shows 1.0x
@@ -316,14 +338,14 @@ def run_bench(quick: bool = False, out: Path | None = None, cache_dir: Path | No
         return (10 if batch_size > 1 else 40) * (3 if device.type == "cuda" else 1)
 
     rows = []
-    for batch in batches:
+    for batch in batches + [half_padded(batches[0])]:
         rows += bench_forward(course, hf_eager, hf_sdpa, _to(batch, device),
                               n(batch["input_ids"].shape[0]), sync,
                               padded_batch=_to(padded, device))
     rows += bench_pretraining(quick, device, repeats or (2 if quick else 20), sync)
     if device.type == "cpu":
         rows += bench_fast_inference(course, hf_sdpa, batches[::-1],
-                                     lambda B: min(n(B), 3) if B > 1 else n(B) // 2 or 1,
+                                     lambda B: n(B) if B > 1 else n(B) // 2 or 1,   # >= 10 rounds each
                                      cache_dir)
     else:
         rows.append(_row("lesson 25 paths", "int8 / ONNX Runtime", "-", float("nan"),

@@ -22,7 +22,8 @@ def test_quick_bench_runs_every_path_and_writes_the_csv(table):
     again = pd.read_csv(folder / "bench.csv")
     assert list(again.columns[:len(bench.COLUMNS)]) == bench.COLUMNS
     groups = set(table["group"])
-    assert {"forward 4x16", "forward 1x16", "tiny-BERT pretraining step 4x16"} <= groups
+    assert {"forward 4x16", "forward 1x16", "tiny-BERT pretraining step 4x16",
+            "forward 4x16, 2 rows padded to half length"} <= groups
     cases = set(table["case"])
     assert {"course BertModel", "Hugging Face eager", "course BertForPreTraining"} <= cases
     if bench.machine()["device"].startswith("cpu"):
@@ -64,3 +65,21 @@ def test_interleaved_timer_calls_every_function_each_round():
                                repeats=3, warmup=1)
     assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
     assert set(t) == {"a", "b"} and all(v >= 0 for v in t.values())
+
+
+def test_half_padded_batch_masks_the_second_half_of_the_rows():
+    import torch
+
+    ids = torch.arange(1, 33).reshape(4, 8)
+    batch = {"input_ids": ids, "token_type_ids": torch.ones_like(ids), "attention_mask": torch.ones_like(ids)}
+    padded = bench.half_padded(batch)
+    assert padded["attention_mask"][:2].all() and padded["attention_mask"][2:, :4].all()
+    assert not padded["attention_mask"][2:, 4:].any()
+    assert (padded["input_ids"][2:, 4:] == 0).all() and torch.equal(padded["input_ids"][:2], ids[:2])
+    assert (padded["token_type_ids"][2:, 4:] == 0).all()
+
+
+def test_shuffled_timer_still_calls_every_function_each_round():
+    calls = []
+    bench.time_interleaved({n: (lambda n=n: calls.append(n)) for n in "abc"}, repeats=4, warmup=0, seed=0)
+    assert all(sorted(calls[i:i + 3]) == list("abc") for i in range(0, 12, 3))

@@ -176,3 +176,72 @@ def test_time_interleaved_rounds():
                              repeats=3, warmup=1)
     assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3}
     assert calls.count("a") == 4 and calls[2:4] == ["a", "b"] and calls[4:6] == ["b", "a"]
+
+
+def test_onnx_cache_key_sees_config_and_course_source(tmp_path, monkeypatch):
+    import shutil
+
+    from course_lib import cache
+
+    model = _tiny()
+    key = fi.onnx_cache_key(model)
+    # same weights (same shapes, copied), another head count: another key
+    config = BertConfig(**{**model.config.__dict__, "num_attention_heads": 2})
+    other = BertModel(config).eval()
+    other.load_state_dict(model.state_dict())
+    assert state_digest(other) == state_digest(model)
+    assert fi.onnx_cache_key(other) != key
+    # the course source that defines the model is part of the key: bert.py and what it imports
+    files = fi._model_sources(model)
+    assert {"bert.py", "transformer.py", "attention.py", "fast_inference.py"} <= {p.name for p in files}
+    copies = []
+    for path in files:
+        copies.append(tmp_path / path.name)
+        shutil.copy(path, copies[-1])
+    monkeypatch.setattr(cache, "source_modules", lambda *entry: copies)
+    assert fi.onnx_cache_key(model) == key                       # identical copies, same key
+    bert = tmp_path / "bert.py"
+    bert.write_text(bert.read_text() + "\n# a changed line\n")
+    assert fi.onnx_cache_key(model) != key
+
+
+def test_torch_int8_with_8bit_activations():
+    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
+    model = _tiny()
+    batch = _batch()
+    seven, eight = (quantize_int8(model, per_channel=True, reduce_range=r) for r in (True, False))
+    x = torch.randn(5, 32)
+    layer7 = next(m for m in seven.modules() if isinstance(m, DynamicLinear))
+    layer8 = next(m for m in eight.modules() if isinstance(m, DynamicLinear))
+    full = torch.ops.quantized.linear_dynamic(x, layer8._packed_params._packed_params, reduce_range=False)
+    torch.testing.assert_close(layer8(x), full, atol=0, rtol=0)
+    assert not torch.equal(layer7(x), layer8(x))
+    reference = embed(model, batch)
+    assert F.cosine_similarity(embed(eight, batch), reference).min() > 0.98
+
+
+def test_shuffled_rounds_and_paired_ratio():
+    calls = []
+    times = time_interleaved({n: (lambda n=n: calls.append(n)) for n in "abcd"}, repeats=6, warmup=0,
+                             seed=3)
+    rounds = [calls[i:i + 4] for i in range(0, 24, 4)]
+    assert all(sorted(r) == list("abcd") for r in rounds)          # every function once a round
+    assert len({tuple(r) for r in rounds}) > 1                      # in changing orders
+    again = []
+    time_interleaved({n: (lambda n=n: again.append(n)) for n in "abcd"}, repeats=6, warmup=0, seed=3)
+    assert again == calls
+    t = {"ref": [2.0, 4.0, 6.0], "case": [1.0, 1.0, 3.0]}
+    assert fi.paired_ratio(t, "ref", "case") == 2.0
+    assert fi.spread([1.0, 2.0, 3.0, 4.0, 5.0]) == (2.0, 4.0)
+
+
+def test_forward_flops_counts_linears_and_attention():
+    model = _tiny(layers=2)
+    T = 8
+    H, I = 32, 64
+    per_layer = 2 * T * (4 * H * H + 2 * H * I) + 2 * 2 * T * T * H
+    pooler = 2 * T * H * H
+    assert fi.forward_flops(model, T) == 2 * per_layer + pooler
+    assert fi.forward_flops(model, T, batch_size=3) == 3 * fi.forward_flops(model, T)
+    assert fi.forward_flops(first_layers(model, 1), T) == per_layer + pooler

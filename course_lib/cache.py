@@ -1,0 +1,104 @@
+"""Cache keys for files the course builds once and reuses (ONNX exports, trained checkpoints).
+
+A cached file is valid only while everything that produced it is unchanged: the inputs (weights,
+config, options), the versions of the libraries that wrote it, and the course's own source that
+ran, transitively. One helper builds such keys, so that every cache misses the same things:
+
+    key = cache_key({"weights": state_digest(model), "config": config_dict(model)},
+                    versions("torch", "onnx"), source_digest(source_modules(Path(__file__))))
+    path = cache_dir("onnx") / f"encoder-{key}.onnx"
+    with atomic_path(path) as tmp:          # a name unique to this process; renamed when done
+        write(tmp)
+
+`source_digest` hashes (file name, text) in sorted order, the same recipe as
+`course_lib.pretraining.source_digest`, so the two agree on the same files.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.metadata
+import json
+import os
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+ROOT = PACKAGE.parent
+
+
+def cache_dir(name: str, root: str | Path | None = None) -> Path:
+    """build/cache/<name> (created); `root` replaces build/cache."""
+    folder = (Path(root) if root is not None else ROOT / "build" / "cache") / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def source_modules(*entry_points: str | Path) -> list[Path]:
+    """The given course_lib files and, transitively, every course_lib module they import
+    (relative imports `from .x import ...` / `from . import x`, read from the source with `ast`,
+    including imports inside functions), sorted."""
+    todo, seen = [Path(p).resolve() for p in entry_points], set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.exists():
+            continue
+        seen.add(path)
+        package = path.parent
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module:                                   # from .bert import ...
+                    todo.append(package / f"{node.module.replace('.', '/')}.py")
+                else:                                             # from . import x
+                    todo.append(package / "__init__.py")
+                    todo += [package / f"{alias.name}.py" for alias in node.names]
+    return sorted(seen)
+
+
+def source_digest(paths) -> str:
+    """sha256 over the (name, text) of the files, in sorted order."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def versions(*packages: str) -> dict[str, str]:
+    """{package: installed version} ('absent' when not installed)."""
+    found = {}
+    for name in packages:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
+def cache_key(inputs: dict, package_versions: dict | None = None, source: str | None = None,
+              length: int = 16) -> str:
+    """A short sha256 of (inputs, package versions, source digest), JSON with sorted keys:
+    any change to any of them gives another key."""
+    blob = json.dumps({"inputs": inputs, "versions": package_versions or {}, "source": source or ""},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:length]
+
+
+def unique_tmp(path: str | Path) -> Path:
+    """A sibling of `path` that no other process or thread uses: <stem>.<pid>-<random>.tmp<suffix>."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp{path.suffix}")
+
+
+@contextmanager
+def atomic_path(path: str | Path):
+    """Yield a unique temporary name next to `path`; on success rename it to `path` (atomic: a
+    reader never sees half a file, and two processes building the same file do not collide)."""
+    path = Path(path)
+    tmp = unique_tmp(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
