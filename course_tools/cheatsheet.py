@@ -89,40 +89,62 @@ def number_lines(card, ranges: dict, lang: str) -> list[str]:
     return lines
 
 
+#: What the sheet calls its fields, per language.
+LABELS = {"en": {"title": "Interview cheat sheet", "say": "Say this", "formula": "Formula",
+                 "measured": "Measured", "folklore": "Folklore", "lesson": "lesson",
+                 "other": "中文版", "missing": "*no interview card yet*"},
+          "zh": {"title": "面试速查", "say": "这样说", "formula": "公式", "measured": "实测",
+                 "folklore": "常见说法", "lesson": "第 {n} 课", "other": "English",
+                 "missing": "*（尚无面试卡片）*"}}
+SHEET_FILES = {"en": "cheatsheet", "zh": "cheatsheet-zh"}
+
+
 def render(link_base: str = "../notebooks/", lessons: list[Lesson] | None = None, title_level: int = 1,
-           claims_csv: Path | None = None) -> str:
-    """The sheet as markdown, part by part. `link_base` prefixes each lesson's notebook file name."""
+           claims_csv: Path | None = None, lang: str = "en") -> str:
+    """The sheet in one language (`lang` "en" or "zh"), as markdown, part by part: each part prints
+    on at most two A4 pages. `link_base` prefixes each lesson's notebook file name."""
     from course_lib.quiz import claim_ranges, load_card
+    if lang not in LABELS:
+        raise ValueError(f"lang: expected one of {sorted(LABELS)}, got {lang!r}")
+    words = LABELS[lang]
+    sep, colon = ("；", "：") if lang == "zh" else ("; ", ":")
     lessons = [lesson for lesson in (LESSONS if lessons is None else lessons) if lesson.number]
     ranges = claim_ranges(claims_csv)
     h = "#" * title_level
-    out = [f"{h} Interview cheat sheet · 面试速查", "", INTRO, "", INTRO_ZH, ""]
+    other = SHEET_FILES["zh" if lang == "en" else "en"]
+    out = [f"{h} {words['title']}", "", INTRO if lang == "en" else INTRO_ZH, "",
+           f"[{words['other']}]({other}.md)", ""]
     for title, title_zh, numbers in PARTS:
         mine = [lesson for lesson in lessons if lesson.number in numbers]
         if not mine:
             continue
-        out += [f'<div class="cheatsheet-part">', "", f"{h}# {title} · {title_zh}", ""]
+        # "Part I · 第一部分 · 注意力": the Latin lead gives the section its id ("part-i-..."), which
+        # the print stylesheet uses to start each part on a new page
+        out += [f"{h}# {title if lang == 'en' else title.split(' — ')[0] + ' · ' + title_zh}", ""]
         for lesson in mine:
             link = f"{link_base}{lesson.stem}.ipynb"
-            out += [f"{h}## {lesson.number:02d} · {lesson.question}", "",
-                    f"{lesson.question_zh} · [lesson {lesson.number:02d}]({link})", ""]
+            question = lesson.question if lang == "en" else lesson.question_zh
+            lesson_word = (words["lesson"].format(n=f"{lesson.number:02d}") if "{n}" in words["lesson"]
+                           else f"{words['lesson']} {lesson.number:02d}")
+            out += [f"{h}## {lesson.number:02d} · {question}", ""]
             card = load_card(lesson.number, lesson.notebook) if lesson.notebook.exists() else None
             if card is None:
-                out += ["*no interview card yet*", ""]
+                out += [words["missing"], ""]
                 continue
-            out += [f"**Say this:** {card.say_this['en']}", "", f"**这样说：** {card.say_this['zh']}", ""]
+            line = f"**{words['say']}{colon}** {card.say_this[lang]} ([{lesson_word}]({link}))"
             if card.formula:
-                out += [f"**Formula:** {card.formula}", ""]
-            numbers_en, numbers_zh = number_lines(card, ranges, "en"), number_lines(card, ranges, "zh")
-            if numbers_en:
-                out += ["**Measured:** " + "; ".join(numbers_en), "", "**实测：** " + "；".join(numbers_zh), ""]
-            out += [f"**Folklore:** {card.folklore['en']} **Measured:** {card.measured['en']}", "",
-                    f"**常见说法：** {card.folklore['zh']} **实测：** {card.measured['zh']}", ""]
-        out += ["</div>", ""]
+                line += f"  \n**{words['formula']}{colon}** {card.formula}"
+            found = number_lines(card, ranges, lang)
+            if found:
+                line += f"  \n**{words['measured']}{colon}** " + sep.join(found)
+            out += [line, "", f"**{words['folklore']}{colon}** {card.folklore[lang]} "
+                              f"**{words['measured']}{colon}** {card.measured[lang]}", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
 def write(path: Path = ROOT / "build" / "cheatsheet.md") -> Path:
+    """Write the English sheet to `path` and the Chinese one beside it (cheatsheet-zh.md)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(), encoding="utf-8")
+    path.write_text(render(lang="en"), encoding="utf-8")
+    path.with_name(path.stem + "-zh" + path.suffix).write_text(render(lang="zh"), encoding="utf-8")
     return path

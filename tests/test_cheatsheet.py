@@ -9,19 +9,22 @@ from course_tools.manifest import LESSONS
 LESSONS_ON_SHEET = [lesson for lesson in LESSONS if lesson.number]
 
 
-def test_every_lesson_but_the_welcome_is_on_the_sheet_with_both_questions():
-    sheet = cheatsheet.render()
+def test_every_lesson_but_the_welcome_is_on_both_sheets_in_its_language():
+    english, chinese = cheatsheet.render(lang="en"), cheatsheet.render(lang="zh")
     for lesson in LESSONS_ON_SHEET:
-        assert f"### {lesson.number:02d} · {lesson.question}" in sheet
-        assert lesson.question_zh in sheet
-        assert f"(../notebooks/{lesson.stem}.ipynb)" in sheet
-    assert "00 · " not in sheet and "no interview card yet" not in sheet
+        assert f"### {lesson.number:02d} · {lesson.question}" in english
+        assert f"### {lesson.number:02d} · {lesson.question_zh}" in chinese
+        assert f"(../notebooks/{lesson.stem}.ipynb)" in english and f"(../notebooks/{lesson.stem}.ipynb)" in chinese
+    for sheet in (english, chinese):
+        assert "00 · " not in sheet and "no interview card yet" not in sheet and "尚无面试卡片" not in sheet
+    with pytest.raises(ValueError, match="lang: expected one of"):
+        cheatsheet.render(lang="fr")
 
 
 def test_the_numbers_come_from_the_committed_sweep_data_so_a_fresh_clone_has_them():
     sheet = cheatsheet.render()
     assert "not in the sweep data" not in sheet
-    assert sheet.count("**Measured:**") >= len(LESSONS_ON_SHEET)
+    assert sheet.count("**Measured:** ") >= len(LESSONS_ON_SHEET) * 2   # the numbers and the correction
 
 
 @pytest.mark.parametrize("lesson", LESSONS_ON_SHEET, ids=[l.stem for l in LESSONS_ON_SHEET])
