@@ -51,7 +51,8 @@ def cmd_sweep(args) -> int:
         from .sweep import collect
         runs_table, claims_table = collect(_select(args.only), runs)
     else:
-        runs_table, claims_table = sweep(_select(args.only), runs, jobs=args.jobs, timeout=args.timeout)
+        runs_table, claims_table = sweep(_select(args.only), runs, jobs=args.jobs, timeout=args.timeout,
+                                         resume=args.resume)
     table = robustness_table(runs_table, claims_table)
     print(table.to_markdown(index=False))
     if len(claims_table):
@@ -302,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--update-readme", action="store_true", help="write the README robustness table")
     p.add_argument("--collect", action="store_true",
                    help="run nothing: rebuild the tables from the runs left in build/sweep/")
+    p.add_argument("--resume", action="store_true",
+                   help="skip the runs already made from each lesson's current code (continue a sweep)")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("interview", help="a mock interview in the terminal: each lesson's questions, "
                        "answers checked against the sweep, wrong ones back sooner (build/interview.jsonl)")

@@ -53,6 +53,25 @@ class Run:
         return out_dir / f"{stem}.ipynb", out_dir / f"{stem}.claims.jsonl"
 
 
+def code_digest(lesson: Lesson) -> str:
+    """What a sweep run depends on: the lesson's code cells (its Check yourself cell aside), as the
+    first 16 hex digits of a SHA-256. Editing prose, metadata or the quiz does not make a run stale."""
+    import nbformat
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    text = "\n\x00".join(c.source for c in nb.cells
+                          if c.cell_type == "code" and c.get("id") != "check-yourself-quiz")
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def is_current(lesson: Lesson, run: "Run", out_dir: Path, digest: str | None = None) -> bool:
+    """Whether `run` of `lesson` is in `out_dir` and was made from the lesson's current code (its
+    `.digest` file, written when the run ended, matches `code_digest`)."""
+    output, claims_file = run.files(lesson, out_dir)
+    stamp = output.with_suffix(".digest")
+    digest = code_digest(lesson) if digest is None else digest
+    return output.exists() and claims_file.exists() and stamp.exists() and stamp.read_text() == digest
+
+
 def _read_claims(claims_file: Path) -> list[dict]:
     if not claims_file.exists():
         return []
@@ -70,6 +89,8 @@ MIN_SEED_RANGES = 3.0
 def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dict, list[dict]]:
     output, claims_file = run.files(lesson, out_dir)
     claims_file.unlink(missing_ok=True)
+    output.with_suffix(".digest").unlink(missing_ok=True)
+    digest = code_digest(lesson)
     # The kernel inherits these: the claims file, and the thread count for torch and OpenMP.
     env = {"COURSE_CLAIMS_FILE": str(claims_file), "COURSE_TORCH_THREADS": str(run.threads),
            "OMP_NUM_THREADS": str(run.threads), "TQDM_MININTERVAL": "3600",
@@ -87,6 +108,7 @@ def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dic
             else:
                 os.environ[key] = value
     claims = _read_claims(claims_file)
+    output.with_suffix(".digest").write_text(digest)   # this run is of this code (see is_current)
     base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
     summary = {**base, "seconds": round(seconds, 1), "claims held": status,
                "claims recorded": len(claims), "error": error}
@@ -95,7 +117,7 @@ def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dic
 
 def sweep(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, jobs: int = 1, timeout: int = 900,
           out_dir: Path = BUILD / "sweep", checked_file: Path | None = None,
-          claims_csv: Path | None = CLAIMS_CSV) -> tuple[pd.DataFrame, pd.DataFrame]:
+          claims_csv: Path | None = CLAIMS_CSV, resume: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run every lesson under every run; return (runs table, claims table) and write both CSVs,
     the swept lessons' rows of the committed per-claim summary `claims_csv` (`write_claims_csv`),
     and the checked outputs of the swept lessons into `checked_file` (default
@@ -103,9 +125,17 @@ def sweep(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, jobs: int = 1, 
 
     Environment variables are process-wide, so parallel jobs would race on them: the kernel is
     started while they are set, so jobs > 1 runs lessons in separate worker processes.
+
+    The work goes run by run (every lesson at the first run, then every lesson at the next), so
+    an interrupted sweep has the first runs of every lesson; `resume` skips the runs already made
+    from the lesson's current code (`is_current`), so a sweep can be continued where it stopped.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    work = [(lesson, run) for lesson in lessons for run in runs]
+    work = [(lesson, run) for run in runs for lesson in lessons]
+    if resume:
+        digests = {lesson.stem: code_digest(lesson) for lesson in lessons}
+        done = [(lesson, run) for lesson, run in work if is_current(lesson, run, out_dir, digests[lesson.stem])]
+        work = [item for item in work if item not in done]
     summaries, claims = [], []
     bar = tqdm(total=len(work), desc="sweep", unit="run")
     if jobs <= 1:
@@ -126,6 +156,8 @@ def sweep(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, jobs: int = 1, 
                 claims.extend(found)
                 bar.update()
     bar.close()
+    if resume:   # the tables cover the runs made before too
+        return collect(lessons, runs, out_dir, checked_file, claims_csv)
     runs_table = pd.DataFrame(summaries)
     claims_table = pd.DataFrame(claims)
     BUILD.mkdir(exist_ok=True)
@@ -238,13 +270,19 @@ def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS,
             claims_csv: Path | None = CLAIMS_CSV) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rebuild the tables from the executed notebooks and claim files a sweep left in `out_dir`
     (for lessons swept one at a time), without running anything; rewrite the checked outputs of
-    the runs found (see `write_checked_outputs`)."""
+    the runs found (see `write_checked_outputs`). A run made from older code of the lesson (its
+    `.digest` differs) is reported stale and its claims are left out."""
     summaries, claims = [], []
     for lesson in lessons:
+        digest = code_digest(lesson)
         for run in runs:
             output, claims_file = run.files(lesson, out_dir)
-            status, error = lesson_status(output) if output.exists() else ("not run", "")
-            found = _read_claims(claims_file)
+            stamped = output.with_suffix(".digest").exists()
+            if output.exists() and stamped and not is_current(lesson, run, out_dir, digest):
+                status, error, found = "stale (the lesson's code changed since)", "", []
+            else:   # a run made before runs were stamped is taken as it is
+                status, error = lesson_status(output) if output.exists() else ("not run", "")
+                found = _read_claims(claims_file)
             base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
             summaries.append({**base, "seconds": float("nan"), "claims held": status,
                               "claims recorded": len(found), "error": error})
@@ -339,6 +377,8 @@ def record_checked_outputs(lessons: list[Lesson], runs: list[Run], out_dir: Path
             output, _ = run.files(lesson, out_dir)
             if not output.exists():
                 continue
+            if output.with_suffix(".digest").exists() and not is_current(lesson, run, out_dir):
+                continue   # made from older code of the lesson
             names.append(run.name)
             for cell_id, found in checked_cells(nbformat.read(output, as_version=4), sanitizers).items():
                 entry = cells.setdefault(cell_id, {"source": found["source"], "texts": {}, "runs": {}})

@@ -293,3 +293,29 @@ def test_a_notebook_cell_that_makes_claims_ends_with_their_list_not_a_number():
             shell.events.unregister(event, function)
         evidence._hook_state["shell"] = None
         InteractiveShell.clear_instance()
+
+
+def test_a_run_of_older_code_is_stale_but_prose_and_quiz_edits_are_not(tmp_path, monkeypatch):
+    from course_tools.manifest import Lesson
+    from course_tools.sweep import code_digest, is_current
+    path = tmp_path / "01_x.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# prose"), nbformat.v4.new_code_cell("x = 1")]
+    nbformat.write(nb, path)
+    monkeypatch.setattr(Lesson, "notebook", property(lambda self: path))
+    lesson, run, out = Lesson(1, "x", "?", "?"), Run("seed 0", 0), tmp_path / "sweep"
+    out.mkdir()
+    output, claims_file = run.files(lesson, out)
+    output.write_text("{}")
+    claims_file.write_text("")
+    output.with_suffix(".digest").write_text(code_digest(lesson))
+    assert is_current(lesson, run, out)
+    nb.cells[0].source = "# other prose"
+    quiz = nbformat.v4.new_code_cell("check_yourself(1)")
+    quiz.id = "check-yourself-quiz"
+    nb.cells.append(quiz)
+    nbformat.write(nb, path)
+    assert is_current(lesson, run, out)          # prose and the quiz cell: the run still stands
+    nb.cells[1].source = "x = 2"
+    nbformat.write(nb, path)
+    assert not is_current(lesson, run, out)      # the code changed: the run is stale
