@@ -129,12 +129,14 @@ def test_landing_page_links_every_lesson_and_lessons_link_their_exercise(site, v
 
 
 def test_cheatsheet_lists_every_lesson(site):
-    page = (site / "cheatsheet.html").read_text(encoding="utf-8")
+    english = (site / "cheatsheet.html").read_text(encoding="utf-8")
+    chinese = (site / "cheatsheet-zh.html").read_text(encoding="utf-8")
     for lesson in available():
         if lesson.number == 0:
             continue   # the welcome is not an interview question
-        assert f'href="{lesson.stem}.html"' in page, f"cheat sheet: no link to {lesson.stem}"
-        assert lesson.question_zh in page
+        for page in (english, chinese):
+            assert f'href="{lesson.stem}.html"' in page, f"cheat sheet: no link to {lesson.stem}"
+        assert lesson.question_zh in chinese
 
 
 def test_lesson_page_with_network_disabled_shows_math_figures_and_chinese(site, visit, screenshots):

@@ -43,10 +43,13 @@
     return node;
   }
   function pick(texts, lang) { return texts[lang] || texts.en; }
+  // "text." once: an option or a measured value that already ends a sentence gets no second stop
+  function stop(text) { return /[.!?。！？)]$/.test(text.trim()) ? text.trim() : text.trim() + "."; }
 
-  function renderItem(item, lang, onJudged) {
+  function renderItem(item, lang, onJudged, showLesson) {
     const w = WORDS[lang];
     const box = el("div", {class: "course-quiz-item", "data-item": item.id, "data-kind": item.kind});
+    if (showLesson) box.append(el("span", {class: "course-quiz-lesson"}, (lang === "zh" ? "第 " + item.lesson + " 课" : "lesson " + item.lesson)));
     box.append(el("p", {class: "course-quiz-question"}, pick(item.question, lang)));
     const verdict = el("div", {class: "course-quiz-verdict", role: "status"});
     const show = (correct, text) => {
@@ -61,9 +64,9 @@
       button.onclick = () => {
         const got = firstNumber(input.value);
         const measured = `${w.measured} ${item.measured}`;
-        if (got === null) { show(false, `${w.wrong}: ${w.noNumber}; ${measured}. ${pick(item.why, lang)}`); return; }
+        if (got === null) { show(false, `${w.wrong}: ${w.noNumber}; ${stop(measured)} ${stop(pick(item.why, lang))}`); return; }
         const ok = item.accepted[0] <= got && got <= item.accepted[1];
-        show(ok, `${ok ? w.right : w.wrong}: ${measured} (${w.accepted} ${fmt(item.accepted[0])}–${fmt(item.accepted[1])}). ${pick(item.why, lang)}`);
+        show(ok, `${ok ? w.right : w.wrong}: ${measured} (${w.accepted} ${fmt(item.accepted[0])}–${fmt(item.accepted[1])}). ${stop(pick(item.why, lang))}`);
       };
       box.append(input, button);
     } else if (item.kind === "choice") {
@@ -80,7 +83,7 @@
         const index = chosen ? parseInt(chosen.value, 10) : -1;
         const ok = index === item.answer;
         const lead = ok ? w.right : (index === item.folklore ? w.folklore : w.wrong);
-        show(ok, `${lead}: ${"abcdefgh"[item.answer]}) ${pick(item.options[item.answer], lang)}. ${pick(item.why, lang)}`);
+        show(ok, `${lead}: ${"abcdefgh"[item.answer]}) ${stop(pick(item.options[item.answer], lang))} ${stop(pick(item.why, lang))}`);
       };
       box.append(list, button);
     } else {
@@ -90,8 +93,8 @@
       const same = el("button", {type: "button", hidden: ""}, w.same);
       const missed = el("button", {type: "button", hidden: ""}, w.missed);
       reveal.onclick = () => { model.hidden = false; same.hidden = false; missed.hidden = false; };
-      same.onclick = () => show(true, `${w.right}: ${pick(item.why, lang)}`);
-      missed.onclick = () => show(false, `${w.review}: ${pick(item.why, lang)}`);
+      same.onclick = () => show(true, `${w.right}: ${stop(pick(item.why, lang))}`);
+      missed.onclick = () => show(false, `${w.review}: ${stop(pick(item.why, lang))}`);
       box.append(text, reveal, model, same, missed);
     }
     box.append(verdict);
@@ -128,7 +131,8 @@
     const draw = () => {
       body.textContent = "";
       toggle.textContent = WORDS[lang].lang;
-      (mode === "interview" ? order(items) : items).forEach((item) => body.append(renderItem(item, lang, update)));
+      (mode === "interview" ? order(items) : items).forEach(
+        (item) => body.append(renderItem(item, lang, update, mode === "interview")));
       update();
     };
     toggle.onclick = () => { lang = lang === "en" ? "zh" : "en"; draw(); };

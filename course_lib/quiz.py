@@ -171,6 +171,12 @@ def parse_number(text: str) -> float | None:
         return None
 
 
+def _stop(text: str) -> str:
+    """`text` ending with one full stop (an option or a reason that already ends a sentence keeps its own)."""
+    text = text.strip()
+    return text if text[-1:] in ".!?。！？)" else text + "."
+
+
 def _fmt(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
 
@@ -191,9 +197,9 @@ def check(item: Item, answer: str, ranges: dict, lang: str = "en", self_judged: 
         measured = (f"measured {_fmt(m_low * item.scale)}–{_fmt(m_high * item.scale)}{item.unit} "
                     f"over {runs} runs")
         if got is None:
-            return Verdict(False, f"no number in {answer!r}; {measured}. {why}")
+            return Verdict(False, f"no number in {answer!r}; {measured}. {_stop(why)}")
         ok = low <= got <= high
-        return Verdict(ok, f"{'right' if ok else 'wrong'}: {measured} (accepted {_fmt(low)}–{_fmt(high)}). {why}")
+        return Verdict(ok, f"{'right' if ok else 'wrong'}: {measured} (accepted {_fmt(low)}–{_fmt(high)}). {_stop(why)}")
     if item.kind == "choice":
         letters = "abcdefgh"
         text = answer.strip().lower()
@@ -201,11 +207,11 @@ def check(item: Item, answer: str, ranges: dict, lang: str = "en", self_judged: 
             int(text) - 1 if text.isdigit() else None)
         right = f"{letters[item.answer]}) {item.options[item.answer].get(lang) or item.options[item.answer]['en']}"
         if index is None:
-            return Verdict(False, f"answer with a letter; the right one: {right}. {why}")
+            return Verdict(False, f"answer with a letter; the right one: {_stop(right)} {_stop(why)}")
         ok = index == item.answer
         lead = "right" if ok else ("wrong — that is the usual answer the lesson corrects" if index == item.folklore
                                    else "wrong")
-        return Verdict(ok, f"{lead}: {right}. {why}")
+        return Verdict(ok, f"{lead}: {_stop(right)} {_stop(why)}")
     return Verdict(self_judged, why)
 
 
@@ -220,7 +226,8 @@ QUIZ_STYLE = (".course-quiz{border:1px solid #d0d7de;border-radius:6px;padding:.
               ".course-quiz button{margin:.2em .4em .2em 0}.course-quiz-verdict{margin-top:.3em}"
               ".course-quiz-verdict.right{color:#1a7f37}.course-quiz-verdict.wrong{color:#cf222e}"
               ".course-quiz-model{border-left:3px solid #d0d7de;padding-left:.6em;color:#57606a}"
-              ".course-quiz-score{color:#57606a;font-size:.9em}")
+              ".course-quiz-score{color:#57606a;font-size:.9em}"
+              ".course-quiz-lesson{color:#57606a;font-size:.8em;text-transform:uppercase}")
 
 
 def short_answers(notebook: Path) -> dict:
