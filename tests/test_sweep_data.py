@@ -70,7 +70,7 @@ def test_every_lesson_is_swept_at_all_eleven_runs(spread):
                     + " - run `make sweep`")
 
 
-_CLAIM_LINE = re.compile(r"^[✓✗] (?:\[[^\]]+\] )?(.+): measured ", re.M)
+_CLAIM_LINE = re.compile(r"^[✓✗] (?:\[(?:by construction|fixed input)\] )?(.+): measured ", re.M)
 
 
 @pytest.mark.parametrize("lesson", LESSONS_WITH_CLAIMS, ids=[l.stem for l in LESSONS_WITH_CLAIMS])
