@@ -1,7 +1,8 @@
-"""The committed sweep data (`docs/sweep/claims.csv`, written by `course sweep`) is complete and
-current, and every evidence claim in it is robust: it held in all 11 runs (seeds 0-9 and seed 1
-with 2 threads), its worst run sits at least 3 seed ranges from its threshold, and a claim that
-never moved is declared for what it is (identity, fixed input, or evidence with a reason).
+"""The committed sweep data (`docs/sweep/claims.csv`, written by `course sweep`) is current and
+every claim in it held in every run recorded. For a lesson swept at all 11 runs (seeds 0-9 and
+seed 1 with 2 threads) every evidence claim's worst run sits at least 3 seed ranges from its
+threshold, and a claim that never moved is declared for what it is (identity, fixed input, or
+evidence with a reason); a lesson swept in fewer runs is listed by a skip that says so.
 The rules themselves are tested on planted tables in tests/test_evidence.py."""
 import re
 
@@ -46,8 +47,13 @@ def test_every_claim_held_in_every_recorded_run(spread):
     assert failed.empty, "claims that failed in some run:\n" + _show(failed)
 
 
-def test_constant_claims_are_declared(spread):
-    found = undeclared_constants(spread)
+def _fully_swept(spread) -> set[str]:
+    return {f"{lesson.number:02d}" for lesson in LESSONS_WITH_CLAIMS if _runs(spread, lesson) >= FULL}
+
+
+def test_constant_claims_of_a_fully_swept_lesson_are_declared(spread):
+    """Over a few runs a claim can stay put by chance (an error rate at 0 twice): judged on the 11 runs."""
+    found = undeclared_constants(spread[spread["lesson"].isin(_fully_swept(spread))])
     assert found.empty, ("evidence claims that never moved over the sweep: declare each identity(...), "
                          "kind='deterministic' or give why=...:\n" + _show(found))
 
@@ -55,8 +61,7 @@ def test_constant_claims_are_declared(spread):
 def test_every_evidence_claim_of_a_fully_swept_lesson_is_three_seed_ranges_from_failing(spread):
     """Seed ranges are measured over all 11 runs: a lesson swept in fewer runs is not judged here
     (the next test lists it)."""
-    full = {f"{lesson.number:02d}" for lesson in LESSONS_WITH_CLAIMS if _runs(spread, lesson) >= FULL}
-    found = thin_claims(spread[spread["lesson"].isin(full)])
+    found = thin_claims(spread[spread["lesson"].isin(_fully_swept(spread))])
     assert found.empty, (f"evidence claims under {MIN_SEED_RANGES:g} seed ranges from their threshold:\n"
                          + _show(found))
 
@@ -65,9 +70,12 @@ def test_every_lesson_is_swept_at_all_eleven_runs(spread):
     partial = {lesson.stem: _runs(spread, lesson) for lesson in LESSONS_WITH_CLAIMS
                if _runs(spread, lesson) < FULL}
     if partial:
-        pytest.skip(f"not yet swept at all {FULL} runs, so their seed ranges are not judged: "
+        rest = spread[~spread["lesson"].isin(_fully_swept(spread))]
+        thin, constant = thin_claims(rest), undeclared_constants(rest)
+        pytest.skip(f"not yet swept at all {FULL} runs, so their seed ranges and constants are not judged: "
                     + ", ".join(f"{stem} ({runs} runs)" for stem, runs in partial.items())
-                    + " - run `make sweep`")
+                    + f"; over the runs so far {len(thin)} evidence claims sit under {MIN_SEED_RANGES:g} seed "
+                    f"ranges and {len(constant)} never moved - run `make sweep`")
 
 
 _CLAIM_LINE = re.compile(r"^[✓✗] (?:\[(?:by construction|fixed input)\] )?(.+): measured ", re.M)
