@@ -108,6 +108,7 @@ def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dic
             else:
                 os.environ[key] = value
     claims = _read_claims(claims_file)
+    claims_file.touch()   # a lesson without claims (the welcome) still leaves its (empty) file
     output.with_suffix(".digest").write_text(digest)   # this run is of this code (see is_current)
     base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
     summary = {**base, "seconds": round(seconds, 1), "claims held": status,
