@@ -45,7 +45,7 @@ timing: install
 	$(BIN)/course run --update-readme
 
 sweep: install
-	$(BIN)/course sweep --jobs 2 --update-readme
+	$(BIN)/course sweep --jobs 2 --resume --update-readme
 
 # course BERT vs Hugging Face (forward, a pretraining step) and lesson 25's int8 / ONNX paths:
 # build/bench.csv and the README's table of speed ratios (about 2 minutes on 2 idle cores)
