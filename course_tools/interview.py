@@ -216,9 +216,14 @@ def store_quiz_cells(lesson, path: Path | None = None) -> bool:
     nb = nbformat.read(path, as_version=4)
     kept = [cell for cell in nb.cells if cell.get("id") not in (QUIZ_CELL_ID, QUIZ_HEADING_ID)]
     heading, code = quiz_cells(lesson.number, path)
+    # an executed cell, numbered after the lesson's last one (nbval refuses outputs on an unrun cell)
+    count = max([c.get("execution_count") or 0 for c in kept if c.cell_type == "code"] + [0]) + 1
+    code.execution_count = count
+    code.outputs[0]["execution_count"] = count
     old = [c for c in nb.cells if c.get("id") in (QUIZ_CELL_ID, QUIZ_HEADING_ID)]
     same = (len(old) == 2 and old[0].source == heading.source and old[1].source == code.source
-            and old[1].get("outputs") and old[1].outputs[0].get("data") == code.outputs[0]["data"])
+            and old[1].get("outputs") and old[1].outputs[0].get("data") == code.outputs[0]["data"]
+            and old[1].get("execution_count") == count)
     if same:
         return False
     nb.cells = kept + [heading, code]

@@ -151,6 +151,8 @@ def test_the_stored_check_yourself_cells_are_current(lesson):
     ids = [cell.get("id") for cell in nb.cells]
     assert ids[-2:] == [interview.QUIZ_HEADING_ID, interview.QUIZ_CELL_ID], \
         f"{lesson.stem}: the last two cells are not Check yourself (`course interview --store-cells`)"
+    assert nb.cells[-1].execution_count is not None, \
+        f"{lesson.stem}: the quiz cell has outputs but no execution count (nbval: 'Unrun reference cell has outputs')"
     _, fresh = interview.quiz_cells(lesson.number, lesson.notebook)
     stored = nb.cells[-1].outputs[0]["data"] if nb.cells[-1].outputs else {}
     assert stored.get("text/html") == fresh.outputs[0]["data"]["text/html"], \
