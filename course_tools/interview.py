@@ -49,6 +49,11 @@ def history(path: Path | None = None) -> list[dict]:
     return entries
 
 
+def next_box(box: int, correct: bool) -> int:
+    """The Leitner rule: right moves an item up a box (at most the last), wrong sends it back to 1."""
+    return min(box + 1, max(BOX_DAYS)) if correct else 1
+
+
 def boxes(entries: list[dict]) -> dict[str, dict]:
     """Per item: its Leitner box, when it was last answered and when it is due again."""
     state: dict[str, dict] = {}
@@ -56,7 +61,7 @@ def boxes(entries: list[dict]) -> dict[str, dict]:
         if entry.get("correct") is None:
             continue
         box = state.get(entry["item"], {}).get("box", 1)
-        box = min(box + 1, max(BOX_DAYS)) if entry["correct"] else 1
+        box = next_box(box, entry["correct"])
         when = dt.datetime.fromisoformat(entry["when"])
         state[entry["item"]] = {"box": box, "last": when, "due": when + dt.timedelta(days=BOX_DAYS[box]),
                                 "correct": bool(entry["correct"])}
@@ -85,7 +90,7 @@ def record(item: Item, answer: str, verdict: Verdict, path: Path | None = None,
            when: dt.datetime | None = None) -> dict:
     path = interview_file() if path is None else path
     before = boxes(history(path)).get(item.id, {}).get("box", 1)
-    box = (min(before + 1, max(BOX_DAYS)) if verdict.correct else 1) if verdict.correct is not None else before
+    box = next_box(before, verdict.correct) if verdict.correct is not None else before
     when = when or dt.datetime.now()
     entry = {"when": when.isoformat(timespec="seconds"), "lesson": f"{item.lesson:02d}", "item": item.id,
              "kind": item.kind, "answer": answer, "correct": verdict.correct, "box": box,
