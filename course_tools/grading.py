@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 import secrets
 import sys
 import traceback
@@ -29,6 +28,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+
+from .grader import GRADE_CALL   # a grading cell, read as the grader reads it
 
 
 class CheckFailed(AssertionError):
@@ -179,7 +180,6 @@ def run_check(exercise_id: str, *objects, seed: int | None = None,
 
 # ---------------------------------------------------------------- what the kernel ran
 
-GRADE_CALL = re.compile(r"""^\s*check\(\s*["']([^"']+)["']""", re.M)   # as the grader reads them
 _CELLS: list[str] = []   # the sources of the cells this IPython kernel ran since the import
 
 
