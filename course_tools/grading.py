@@ -133,6 +133,16 @@ def expect(condition: bool, message: str) -> None:
         raise CheckFailed(message)
 
 
+# ---------------------------------------------------------------- random cases
+
+def randint(rng: torch.Generator, low: int, high: int) -> int:
+    """One random int in [low, high): `high` is excluded, as in `torch.randint`.
+
+    The checks draw their sizes and counts with it. It makes exactly one draw,
+    `torch.randint(low, high, (1,), generator=rng)`, so a seed keeps giving the same cases."""
+    return int(torch.randint(low, high, (1,), generator=rng))
+
+
 # ---------------------------------------------------------------- running checks
 
 @dataclass

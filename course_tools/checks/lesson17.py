@@ -6,7 +6,7 @@ label and eps / V on every class, the label included), over the selected positio
 NSP term whose label may be -100 (an example without a sentence pair)."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_tensor
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_tensor, randint
 
 IGNORE = -100
 NO_CROSS_ENTROPY = ("torch.nn.functional:cross_entropy", "torch.nn:CrossEntropyLoss",
@@ -37,9 +37,9 @@ def _other_classes(logits, labels, eps):
 def _case(rng, B=None, T=None, V=None, scale=3.0, dtype=torch.float32):
     """Random logits and labels (-100 where unselected); rows select different numbers of tokens,
     and one selected label is token 0 (so treating id 0 as "ignored" is caught)."""
-    B = B or int(torch.randint(2, 7, (1,), generator=rng))
-    T = T or int(torch.randint(5, 24, (1,), generator=rng))
-    V = V or int(torch.randint(5, 300, (1,), generator=rng))
+    B = B or randint(rng, 2, 7)
+    T = T or randint(rng, 5, 24)
+    V = V or randint(rng, 5, 300)
     logits = (scale * torch.randn(B, T, V, generator=rng, dtype=torch.float64)).to(dtype)
     targets = torch.randint(0, V, (B, T), generator=rng)
     row_share = torch.rand(B, 1, generator=rng) * 0.6 + 0.05

@@ -7,7 +7,7 @@ zeros), zero_point = clamp(-round(min / scale), 0, 255), q = clamp(round(w / sca
 The references are written here, in float32 as the task states."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape, expect_tensor
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape, expect_tensor, randint
 
 FORBIDS = ("torch:quantize_per_channel", "torch:quantize_per_tensor", "torch:fake_quantize_per_channel_affine",
            "torch:fake_quantize_per_tensor_affine", "torch:Tensor.int_repr", "torch:Tensor.dequantize",
@@ -43,8 +43,8 @@ def asymmetric_error(w):
 def _weight(rng, case):
     """Rows of different scales and offsets: symmetric, all-positive (post-ReLU-like), all-negative,
     one constant row and one zero row."""
-    out_f = int(torch.randint(4, 30, (1,), generator=rng))
-    in_f = int(torch.randint(2, 40, (1,), generator=rng))
+    out_f = randint(rng, 4, 30)
+    in_f = randint(rng, 2, 40)
     w = torch.randn(out_f, in_f, generator=rng) * (torch.rand(out_f, 1, generator=rng) * 0.5 + 0.01)
     kind = torch.randint(0, 3, (out_f,), generator=rng)
     w[kind == 1] = w[kind == 1].abs() + 0.2                      # all positive, away from 0
