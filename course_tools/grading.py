@@ -118,6 +118,16 @@ def expect_close(case: str, got, expected: torch.Tensor, atol: float = 1e-5, rto
                           f"expected {expected[where].item():.5g}; tolerance {atol:g})")
 
 
+def expect_scalar(case: str, got, name: str = "your result") -> torch.Tensor:
+    """`got` should be one number kept as a 0-d tensor (a loss, say: backward() needs the tensor,
+    so a Python float will not do); returns it."""
+    expect_tensor(case, got, name)
+    if got.dim() != 0:
+        raise CheckFailed(f"[{case}] {name} should be a single number, a 0-d tensor, "
+                          f"got shape {_shape(got)}")
+    return got
+
+
 def call_learner(case: str, fn, *args, **kwargs):
     """Call the learner's `fn`; an exception it raises becomes feedback that names the case."""
     try:
