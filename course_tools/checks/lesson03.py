@@ -4,7 +4,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, randint
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tuple, randint
 from ..shortcuts import ATTENTION
 
 FORBIDS = ATTENTION + ("course_lib.attention:MultiHeadAttention",)
@@ -70,8 +70,7 @@ def _compare(cls, rng, B, T, d_model, n_heads, n_kv, mask, case):
     layer, weights = _build(cls, rng, d_model, n_heads, n_kv, case)
     x = torch.randn(B, T, d_model, generator=rng)
     got = call_learner(case, layer, x) if mask is None else call_learner(case, layer, x, mask)
-    if not (isinstance(got, tuple) and len(got) == 2):
-        raise CheckFailed(f"[{case}] forward should return a tuple (output, weights), got {type(got).__name__}")
+    expect_tuple(case, got, ("output", "weights"), by="forward")
     out, w = _reference(x, weights, n_heads, n_kv, mask)
     expect_shape(case, got[1], w.shape, name="weights (one map per *query* head)")
     expect_close(case, got[1], w, atol=1e-5, name="weights")

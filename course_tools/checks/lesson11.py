@@ -6,7 +6,7 @@ import torch
 
 from course_lib.attention import MultiHeadAttention
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape, randint
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_tuple, randint
 
 
 def _heads(attn, t):
@@ -52,9 +52,7 @@ def _attention(rng, d_model, n_heads, dtype):
 def _compare(case, got, attn, x_new, cache, dtype):
     """got = the learner's (out, (k, v)); compared with the reference, naming a known mistake."""
     expected_out, (ek, ev) = reference_step(attn, x_new, cache)
-    ok = isinstance(got, (tuple, list)) and len(got) == 2
-    expect(ok, f"[{case}] return a pair (out, (k, v)), got {type(got).__name__}")
-    out, new_cache = got
+    out, new_cache = expect_tuple(case, got, ("out", "(k, v)"), lists=True)
     # float32 rounding grows with the values' size (the "large inputs" cases reach |out| ~ 30)
     tol = (1e-9 if dtype == torch.float64 else 2e-5) * max(1.0, float(expected_out.abs().max()))
     if torch.is_tensor(out) and out.shape == expected_out.shape and not torch.isnan(out).any() \

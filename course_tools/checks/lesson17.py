@@ -6,7 +6,7 @@ label and eps / V on every class, the label included), over the selected positio
 NSP term whose label may be -100 (an example without a sentence pair)."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_scalar, randint
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_scalar, expect_tuple, randint
 
 IGNORE = -100
 NO_CROSS_ENTROPY = ("torch.nn.functional:cross_entropy", "torch.nn:CrossEntropyLoss",
@@ -162,9 +162,8 @@ def check_pretraining_loss(pretraining_loss, rng):
                 f"{nsp_labels.tolist()}, smoothing {eps}")
         nsp_leaf = nsp_logits.clone().requires_grad_(True)
         out = pretraining_loss(logits.clone().requires_grad_(True), nsp_leaf, labels, nsp_labels, eps)
-        if not (isinstance(out, (tuple, list)) and len(out) == 3):
-            raise CheckFailed(f"[{name}] return a tuple (total, mlm, nsp), got {type(out).__name__}")
-        total, mlm, nsp = (expect_scalar(name, x, n) for x, n in zip(out, ("total", "mlm", "nsp")))
+        parts = expect_tuple(name, out, ("total", "mlm", "nsp"), lists=True)
+        total, mlm, nsp = (expect_scalar(name, x, n) for x, n in zip(parts, ("total", "mlm", "nsp")))
         expected_mlm = reference(logits, labels, eps)
         expected_nsp = reference(nsp_logits.unsqueeze(1), nsp_labels.unsqueeze(1), eps)
         expect_close(name, mlm.detach().double(), expected_mlm, atol=1e-4, name="mlm")

@@ -11,7 +11,7 @@ import os
 
 import torch
 
-from ..grading import CheckFailed, exercise, expect, randint
+from ..grading import CheckFailed, exercise, expect, expect_tuple, randint
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -56,9 +56,7 @@ def _ints(case, values, what):
 
 
 def _compare(case, got, expected, n_question, max_length, stride):
-    if not (isinstance(got, (tuple, list)) and len(got) == 2):
-        raise CheckFailed(f"[{case}] return (windows, context_starts), got {type(got).__name__}")
-    windows, starts = got
+    windows, starts = expect_tuple(case, got, ("windows", "context_starts"), lists=True)
     if not isinstance(windows, (list, tuple)):
         raise CheckFailed(f"[{case}] windows should be a list of lists of ints")
     windows = [_ints(case, w, f"window {k}") for k, w in enumerate(windows)]
