@@ -131,10 +131,10 @@ def expect_scalar(case: str, got, name: str = "your result") -> torch.Tensor:
 def expect_tuple(case: str, got, names: tuple[str, ...], *, lists: bool = False, by: str = "") -> tuple | list:
     """`got` should be a tuple of len(names) values, the ones `names` lists (a list too when
     `lists`); returns it. `by` names what should return it ("forward"). The feedback says how many
-    values came back, since "return a tuple, got tuple" would not tell a learner what is wrong."""
+    values came back: "return a tuple, got tuple" would not tell a learner what is wrong."""
     if isinstance(got, (tuple, list) if lists else tuple) and len(got) == len(names):
         return got
-    came = f"a {type(got).__name__} of {len(got)}" if isinstance(got, (tuple, list)) else type(got).__name__
+    came = f"a {type(got).__name__} of {len(got)} values" if isinstance(got, (tuple, list)) else type(got).__name__
     ask = f"{by} should return" if by else "return"
     raise CheckFailed(f"[{case}] {ask} a tuple ({', '.join(names)}), got {came}")
 
