@@ -30,6 +30,10 @@ from pathlib import Path
 from . import ROOT
 
 ANSWER_TAG = "answer"
+#: A grading call in a cell, `check("NN.item", ...)`; group 1 is the exercise id. The one
+#: definition: the notebook's `check` (grading.py) and `course check` (selfcheck.py) import it, so
+#: all three read a notebook's grading cells alike. This module imports only the standard library
+#: at the top, so importing it stays cheap (no torch) for the self-check's pytest plugin.
 GRADE_CALL = re.compile(r"""^\s*check\(\s*["']([^"']+)["']""", re.M)
 MAX_NOTEBOOK_BYTES = 8 * 1024**2
 MAX_CELLS = 500

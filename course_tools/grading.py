@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import re
 import secrets
 import sys
 import traceback
@@ -29,6 +28,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+
+from .grader import GRADE_CALL   # a grading cell, read as the grader reads it
 
 
 class CheckFailed(AssertionError):
@@ -117,6 +118,27 @@ def expect_close(case: str, got, expected: torch.Tensor, atol: float = 1e-5, rto
                           f"expected {expected[where].item():.5g}; tolerance {atol:g})")
 
 
+def expect_scalar(case: str, got, name: str = "your result") -> torch.Tensor:
+    """`got` should be one number kept as a 0-d tensor (a loss, say: backward() needs the tensor,
+    so a Python float will not do); returns it."""
+    expect_tensor(case, got, name)
+    if got.dim() != 0:
+        raise CheckFailed(f"[{case}] {name} should be a single number, a 0-d tensor, "
+                          f"got shape {_shape(got)}")
+    return got
+
+
+def expect_tuple(case: str, got, names: tuple[str, ...], *, lists: bool = False, by: str = "") -> tuple | list:
+    """`got` should be a tuple of len(names) values, the ones `names` lists (a list too when
+    `lists`); returns it. `by` names what should return it ("forward"). The feedback says how many
+    values came back: "return a tuple, got tuple" would not tell a learner what is wrong."""
+    if isinstance(got, (tuple, list) if lists else tuple) and len(got) == len(names):
+        return got
+    came = f"a {type(got).__name__} of {len(got)} values" if isinstance(got, (tuple, list)) else type(got).__name__
+    ask = f"{by} should return" if by else "return"
+    raise CheckFailed(f"[{case}] {ask} a tuple ({', '.join(names)}), got {came}")
+
+
 def call_learner(case: str, fn, *args, **kwargs):
     """Call the learner's `fn`; an exception it raises becomes feedback that names the case."""
     try:
@@ -130,6 +152,16 @@ def call_learner(case: str, fn, *args, **kwargs):
 def expect(condition: bool, message: str) -> None:
     if not condition:
         raise CheckFailed(message)
+
+
+# ---------------------------------------------------------------- random cases
+
+def randint(rng: torch.Generator, low: int, high: int) -> int:
+    """One random int in [low, high): `high` is excluded, as in `torch.randint`.
+
+    The checks draw their sizes and counts with it. It makes exactly one draw,
+    `torch.randint(low, high, (1,), generator=rng)`, so a seed keeps giving the same cases."""
+    return int(torch.randint(low, high, (1,), generator=rng))
 
 
 # ---------------------------------------------------------------- running checks
@@ -179,7 +211,6 @@ def run_check(exercise_id: str, *objects, seed: int | None = None,
 
 # ---------------------------------------------------------------- what the kernel ran
 
-GRADE_CALL = re.compile(r"""^\s*check\(\s*["']([^"']+)["']""", re.M)   # as the grader reads them
 _CELLS: list[str] = []   # the sources of the cells this IPython kernel ran since the import
 
 

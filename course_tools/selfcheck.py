@@ -25,8 +25,8 @@ from pathlib import Path
 import nbformat
 
 from . import ROOT
+from .grader import GRADE_CALL   # a grading cell, read as the grader reads it
 
-GRADE_CALL = re.compile(r"""^\s*check\(\s*["']([^"']+)["']""", re.M)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 OUT_ENV = "COURSE_SELFCHECK_OUT"
 

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_tuple
 
 
 def reference(q, k, v, mask=None):
@@ -48,9 +48,7 @@ def _call(fn, case, q, k, v, mask, block):
         raise
     except Exception as error:  # noqa: BLE001 - the learner's code: name the case
         raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
-    if not (isinstance(got, tuple) and len(got) == 2):
-        raise CheckFailed(f"[{case}] return a tuple (output, lse), got {type(got).__name__}")
-    return got
+    return expect_tuple(case, got, ("output", "lse"))
 
 
 def _compare(fn, args, case, atol=1e-4):

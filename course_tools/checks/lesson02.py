@@ -5,7 +5,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape
+from ..grading import call_learner, exercise, expect, expect_close, expect_shape, expect_tuple
 
 
 def _reference_attention(x, weight, bias, d_head, mask=None):
@@ -61,8 +61,7 @@ def _weights(rng, d_model, d_head):
 def _compare(fn, x, weight, bias, mask, case):
     d_head = weight.shape[1] // 3
     got = call_learner(case, fn, x, weight, bias) if mask is None else call_learner(case, fn, x, weight, bias, mask)
-    if not (isinstance(got, tuple) and len(got) == 2):
-        raise CheckFailed(f"[{case}] return a tuple (output, weights), got {type(got).__name__}")
+    expect_tuple(case, got, ("output", "weights"))
     expected_out, expected_weights = _reference_attention(x, weight.T, bias, d_head, mask)
     expect_close(case, got[1], expected_weights, atol=1e-5, name="weights")
     expect_close(case, got[0], expected_out, atol=1e-5, name="output")

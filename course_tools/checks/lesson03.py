@@ -4,7 +4,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tuple, randint
 from ..shortcuts import ATTENTION
 
 FORBIDS = ATTENTION + ("course_lib.attention:MultiHeadAttention",)
@@ -70,8 +70,7 @@ def _compare(cls, rng, B, T, d_model, n_heads, n_kv, mask, case):
     layer, weights = _build(cls, rng, d_model, n_heads, n_kv, case)
     x = torch.randn(B, T, d_model, generator=rng)
     got = call_learner(case, layer, x) if mask is None else call_learner(case, layer, x, mask)
-    if not (isinstance(got, tuple) and len(got) == 2):
-        raise CheckFailed(f"[{case}] forward should return a tuple (output, weights), got {type(got).__name__}")
+    expect_tuple(case, got, ("output", "weights"), by="forward")
     out, w = _reference(x, weights, n_heads, n_kv, mask)
     expect_shape(case, got[1], w.shape, name="weights (one map per *query* head)")
     expect_close(case, got[1], w, atol=1e-5, name="weights")
@@ -93,13 +92,13 @@ def check_forward(cls, rng):
     else:
         raise CheckFailed(f"[{case}] expected a ValueError, but the constructor returned")
     for i in range(5):
-        n_kv = int(torch.randint(1, 4, (1,), generator=rng))
-        n_heads = n_kv * int(torch.randint(1, 4, (1,), generator=rng))
+        n_kv = randint(rng, 1, 4)
+        n_heads = n_kv * randint(rng, 1, 4)
         if i == 0:
             n_kv = 1                                  # multi-query attention
         if i == 1:
             n_kv = n_heads                            # plain multi-head attention
-        hd = int(torch.randint(1, 5, (1,), generator=rng))
+        hd = randint(rng, 1, 5)
         B, T = (int(n) for n in torch.randint(1, 6, (2,), generator=rng))
         _compare(cls, rng, B, T, n_heads * hd, n_heads, n_kv, None,
                  f"case {i}: x ({B}, {T}, {n_heads * hd}), n_heads={n_heads}, n_kv_heads={n_kv}")
@@ -112,7 +111,7 @@ def check_masked(cls, rng):
     _compare(cls, rng, 2, T, 8, 4, 2, torch.ones(T, T, dtype=torch.bool).tril(),
              "causal mask (T=5), n_heads=4, n_kv_heads=2: True means *may attend*")
     for i in range(3):
-        n_kv = int(torch.randint(1, 3, (1,), generator=rng))
+        n_kv = randint(rng, 1, 3)
         n_heads = 2 * n_kv
         B, T = (int(n) for n in torch.randint(1, 6, (2,), generator=rng))
         mask = torch.rand(B, 1, T, T, generator=rng) > 0.4

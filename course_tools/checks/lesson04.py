@@ -4,7 +4,7 @@ import torch
 
 from course_lib.attention import MultiHeadAttention
 from course_lib.complexity import count_flops
-from ..grading import CheckFailed, call_learner, exercise, expect
+from ..grading import CheckFailed, call_learner, exercise, expect, randint
 
 
 def _as_int(case: str, got) -> int:
@@ -44,9 +44,9 @@ def check_cross(fn, rng):
     """Cross-attention FLOPs equal FlopCounterMode's count of MultiHeadAttention(query, memory, memory)."""
     sizes = [(3, 7, 8, 2), (1, 50, 16, 4)]           # the hint cases: n_q != n_kv, then one decoding step
     for _ in range(5):
-        heads = int(torch.randint(1, 5, (1,), generator=rng))
-        sizes.append((int(torch.randint(1, 200, (1,), generator=rng)), int(torch.randint(1, 200, (1,), generator=rng)),
-                      heads * int(torch.randint(1, 17, (1,), generator=rng)), heads))
+        heads = randint(rng, 1, 5)
+        sizes.append((randint(rng, 1, 200), randint(rng, 1, 200),
+                      heads * randint(rng, 1, 17), heads))
     for n_q, n_kv, d, heads in sizes:
         query, memory = torch.randn(1, n_q, d, device="meta"), torch.randn(1, n_kv, d, device="meta")
         expected = count_flops(MultiHeadAttention(d, heads).to("meta"), query, memory, memory)

@@ -2,7 +2,7 @@
 rotate queries and keys instead of being added to the input."""
 import torch
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, randint
 
 
 def reference(x, positions=None, base=10000.0):
@@ -20,9 +20,9 @@ def reference(x, positions=None, base=10000.0):
 
 
 def _shape(rng, d=None):
-    lead = tuple(int(n) for n in torch.randint(1, 4, (int(torch.randint(0, 3, (1,), generator=rng)),), generator=rng))
-    T = int(torch.randint(1, 12, (1,), generator=rng))
-    d = d or 2 * int(torch.randint(1, 9, (1,), generator=rng))
+    lead = tuple(int(n) for n in torch.randint(1, 4, (randint(rng, 0, 3),), generator=rng))
+    T = randint(rng, 1, 12)
+    d = d or 2 * randint(rng, 1, 9)
     return (*lead, T, d)
 
 
@@ -60,7 +60,7 @@ def check_positions(fn, rng):
     expect_close(case, call_learner(case, fn, x, far), reference(x, far), atol=2e-5)
     # relative: rotating q at p and k at p + s gives the same score for every p
     q, k = torch.randn(1, 8, generator=rng), torch.randn(1, 8, generator=rng)
-    shift = int(torch.randint(1, 20, (1,), generator=rng))
+    shift = randint(rng, 1, 20)
     scores = [(call_learner("relative", fn, q, torch.tensor([p])) * call_learner("relative", fn, k, torch.tensor([p + shift]))).sum().item()
               for p in (0, 7, 1000)]
     expect(max(scores) - min(scores) < 1e-4, f"[q at p, k at p + {shift}, p = 0, 7, 1000] the scores "

@@ -5,7 +5,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, randint
 
 
 def _table(max_len, d):
@@ -39,11 +39,11 @@ def _build(cls, case, vocab, d, max_len, padding_idx, rng=None):
 
 
 def _sizes(rng):
-    vocab = int(torch.randint(5, 40, (1,), generator=rng))
-    d = 2 * int(torch.randint(1, 9, (1,), generator=rng))
+    vocab = randint(rng, 5, 40)
+    d = 2 * randint(rng, 1, 9)
     B, T = (int(n) for n in torch.randint(1, 6, (2,), generator=rng))
-    start = int(torch.randint(0, 20, (1,), generator=rng))
-    padding_idx = int(torch.randint(0, vocab, (1,), generator=rng))
+    start = randint(rng, 0, 20)
+    padding_idx = randint(rng, 0, vocab)
     return vocab, d, B, T, start, padding_idx
 
 
@@ -113,7 +113,7 @@ def check_padding(cls, rng):
 @exercise("06.embed-setup", points=1, uses="TokenAndPositionEmbedding")
 def check_setup(cls, rng):
     """Initialisation N(0, 1/d_model) with a zero padding row, a fixed (untrained) position table, max_len."""
-    torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=rng)))
+    torch.manual_seed(randint(rng, 0, 2**31 - 1))
     vocab, d, padding_idx = 3000, 64, 7
     case = f"TokenAndPositionEmbedding({vocab}, {d}, max_len=32, padding_idx={padding_idx})"
     module = _build(cls, case, vocab, d, 32, padding_idx)

@@ -3,7 +3,7 @@ padded batch with running statistics (train and eval modes)."""
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, randint
 
 BATCH_NORM = ("torch.nn.functional:batch_norm", "torch:batch_norm", "torch:native_batch_norm",
               "torch.nn:BatchNorm1d", "torch.nn:BatchNorm2d", "torch.nn:SyncBatchNorm",
@@ -34,8 +34,8 @@ def check_rms(fn, rng):
     _compare_rms(fn, x, torch.ones(6), 1e-2, "small x (std 0.05), eps=0.01: eps goes inside the square root, "
                                              "added to mean(x²)")
     for i in range(4):
-        lead = tuple(int(n) for n in torch.randint(1, 5, (int(torch.randint(1, 4, (1,), generator=rng)),), generator=rng))
-        d = int(torch.randint(1, 20, (1,), generator=rng))
+        lead = tuple(int(n) for n in torch.randint(1, 5, (randint(rng, 1, 4),), generator=rng))
+        d = randint(rng, 1, 20)
         x, w = torch.randn(*lead, d, generator=rng) * 3, torch.randn(d, generator=rng)
         _compare_rms(fn, x, w, 1e-6, f"case {i}: x {tuple(x.shape)}, eps=1e-6")
     x, w = torch.randn(2, 5, generator=rng), torch.rand(5, generator=rng)
@@ -93,8 +93,8 @@ def _randomize_affine(module, reference, rng, d):
 def check_train(cls, rng):
     """Training mode: each feature normalised with the mean and biased variance of the real tokens only."""
     for i in range(5):
-        B, T = int(torch.randint(1, 6, (1,), generator=rng)), int(torch.randint(2, 7, (1,), generator=rng))
-        d = int(torch.randint(1, 10, (1,), generator=rng))
+        B, T = randint(rng, 1, 6), randint(rng, 2, 7)
+        d = randint(rng, 1, 10)
         if i == 0:
             B, T, d = 3, 6, 4
         x, mask = _batch(rng, B, T, d)
@@ -120,7 +120,7 @@ def check_train(cls, rng):
 def check_running(cls, rng):
     """Running statistics (momentum, unbiased variance, real tokens only), then eval mode uses them."""
     for trial, momentum in enumerate((0.1, 0.3)):
-        d = int(torch.randint(2, 8, (1,), generator=rng))
+        d = randint(rng, 2, 8)
         case = f"trial {trial}: d={d}, momentum={momentum}, 3 training batches with padding"
         module = _build(cls, case, d, momentum)
         reference = nn.BatchNorm1d(d, eps=1e-5, momentum=momentum).train()

@@ -3,7 +3,7 @@ ReZero (one scalar g starting at 0) and LayerScale (one g per channel)."""
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, randint
 
 
 
@@ -16,14 +16,14 @@ def _randomize(module, rng, scale=0.5):
 
 
 def _sublayer(rng, d, kind):
-    hidden = int(torch.randint(2, 10, (1,), generator=rng))
+    hidden = randint(rng, 2, 10)
     sub = {"linear": lambda: nn.Linear(d, d),
            "mlp": lambda: nn.Sequential(nn.Linear(d, hidden), nn.Tanh(), nn.Linear(hidden, d))}[kind]()
     return _randomize(sub, rng)
 
 
 def _x(rng, d):
-    lead = tuple(int(n) for n in torch.randint(1, 5, (int(torch.randint(1, 4, (1,), generator=rng)),), generator=rng))
+    lead = tuple(int(n) for n in torch.randint(1, 5, (randint(rng, 1, 4),), generator=rng))
     return torch.randn(*lead, d, generator=rng)
 
 
@@ -74,7 +74,7 @@ def _compare(case, module, sub, gate_value, x, rng):
 def check_rezero(cls, rng):
     """One scalar gate: x + gate · sublayer(x), with gradients to x, the gate and the sublayer."""
     for i, kind in enumerate(("linear", "mlp", "mlp", "linear")):
-        d = int(torch.randint(2, 12, (1,), generator=rng))
+        d = randint(rng, 2, 12)
         sub = _sublayer(rng, d, kind)
         x = _x(rng, d) * 2 + 1
         case = f"case {i}: {kind} sublayer, x {tuple(x.shape)}, the gate set to a random value"
@@ -89,7 +89,7 @@ def check_rezero(cls, rng):
 @exercise("08.rezero-init", points=1, uses="GatedResidual")
 def check_rezero_init(cls, rng):
     """At initialisation (gate 0) the block is exactly the identity, yet the gate's gradient is not zero."""
-    d = int(torch.randint(3, 10, (1,), generator=rng))
+    d = randint(rng, 3, 10)
     sub = _sublayer(rng, d, "mlp")
     x = _x(rng, d)
     case = f"GatedResidual(mlp) just built, x {tuple(x.shape)}"
@@ -109,7 +109,7 @@ def check_rezero_init(cls, rng):
 def check_layerscale(cls, rng):
     """d given: one gate per channel, shape (d,), starting at `init`; gradients summed over the leading dims."""
     for i, kind in enumerate(("linear", "mlp", "mlp")):
-        d = int(torch.randint(2, 12, (1,), generator=rng))
+        d = randint(rng, 2, 12)
         sub = _sublayer(rng, d, kind)
         x = _x(rng, d)
         init = float(torch.rand((), generator=rng)) * 0.1 + 1e-4

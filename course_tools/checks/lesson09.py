@@ -5,7 +5,7 @@ import numbers
 
 import torch
 
-from ..grading import CheckFailed, exercise
+from ..grading import CheckFailed, exercise, randint
 
 _SCHEDULERS = ("torch.optim.lr_scheduler:CosineAnnealingLR", "torch.optim.lr_scheduler:CosineAnnealingWarmRestarts",
                "torch.optim.lr_scheduler:OneCycleLR", "course_lib.schedules:make_scheduler")
@@ -38,11 +38,6 @@ def _expect_lr(case, got, expected, hint):
         raise CheckFailed(f"[{case}] got lr {got:.6g}, expected {expected:.6g} - {hint}")
 
 
-def _randint(rng, low, high):
-    """An int in [low, high]."""
-    return int(torch.randint(low, high + 1, (1,), generator=rng))
-
-
 def _uniform(rng, low, high):
     return float(torch.empty(1).uniform_(low, high, generator=rng))
 
@@ -64,13 +59,13 @@ def check_cosine(fn, rng):
         _expect_lr(f"worked example: step={step}, warmup_steps=10, total_steps=110, peak_lr=1.0, min_lr=0.1",
                    fn(step, 10, 110, 1.0, 0.1), expected, _cosine_hint(step, 10, 110, 0.1))
     for trial in range(8):
-        warmup = 0 if trial == 0 else _randint(rng, 1, 60)
-        total = warmup + _randint(rng, 2, 300)
+        warmup = 0 if trial == 0 else randint(rng, 1, 61)
+        total = warmup + randint(rng, 2, 301)
         peak = 10 ** _uniform(rng, -5, -2)
         floor = 0.0 if trial in (1, 2) else peak * _uniform(rng, 0.01, 0.5)
         steps = {0, 1, max(warmup - 1, 0), warmup, warmup + 1, (warmup + total) // 2, total - 1, total,
-                 total + 1, total + _randint(rng, 1, total)}
-        steps |= {_randint(rng, 0, 2 * total) for _ in range(6)}
+                 total + 1, total + randint(rng, 1, total + 1)}
+        steps |= {randint(rng, 0, 2 * total + 1) for _ in range(6)}
         for step in sorted(steps):
             case = (f"step={step}, warmup_steps={warmup}, total_steps={total}, peak_lr={peak:.3g}, "
                     f"min_lr={floor:.3g}")
@@ -99,10 +94,10 @@ def check_inverse_sqrt(fn, rng):
         _expect_lr(f"worked example: step={step}, warmup_steps=4, peak_lr=1e-3, init_lr=1e-7",
                    fn(step, 4, 1e-3, 1e-7), expected, _inverse_hint(step, 4))
     for trial in range(7):
-        warmup = _randint(rng, 1, 5000)
+        warmup = randint(rng, 1, 5001)
         peak = 10 ** _uniform(rng, -5, -2)
         init = 0.0 if trial < 2 else peak * 10 ** _uniform(rng, -4, -0.5)
-        steps = {1, 2, max(warmup - 1, 1), warmup, warmup + 1, 4 * warmup, 100 * warmup, _randint(rng, 1, 20000)}
+        steps = {1, 2, max(warmup - 1, 1), warmup, warmup + 1, 4 * warmup, 100 * warmup, randint(rng, 1, 20001)}
         for step in sorted(steps):
             case = f"step={step}, warmup_steps={warmup}, peak_lr={peak:.3g}, init_lr={init:.3g}"
             _expect_lr(case, fn(step, warmup, peak, init), inverse_sqrt_reference(step, warmup, peak, init),

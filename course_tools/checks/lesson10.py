@@ -5,17 +5,13 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, expect, expect_close, expect_tensor, exercise
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_tensor, randint
 
 _AUTOGRAD = ("torch.autograd:grad", "torch:Tensor.backward", "torch.autograd:backward", "torch.func:grad",
              "torch.func:vjp", "torch.func:jacrev", "torch.func:jacfwd", "torch.func:vmap",
              "torch.autograd.functional:jacobian", "torch.autograd.functional:vjp",
              "torch.autograd.functional:jvp", "torch.func:grad_and_value")
 _SWIGLU = ("course_lib.feedforward:FeedForward", "torch.nn.functional:glu", "torch.nn:GLU")
-
-
-def _draw(rng, low, high):
-    return int(torch.randint(low, high, (1,), generator=rng))
 
 
 def gelu_grad_reference(x):
@@ -35,7 +31,7 @@ def check_gelu_grad(fn, rng):
              ("x = linspace(-4, 4, 161), float64 (did you use exp(-x^2/2) / sqrt(2 pi) for phi, erf(x / sqrt 2) "
               "for Phi, and the term x * phi(x) of the product rule?)", torch.linspace(-4, 4, 161, dtype=torch.float64))]
     cases += [(f"x of shape {shape}, float32", torch.randn(shape, generator=rng) * 3)
-              for shape in [(), (7,), (2, 5), (3, 4, _draw(rng, 1, 9))]]
+              for shape in [(), (7,), (2, 5), (3, 4, randint(rng, 1, 9))]]
     cases.append(("float64 x of shape (4, 6)", torch.randn(4, 6, generator=rng, dtype=torch.float64) * 2))
     cases.append(("large magnitudes |x| up to 50 (no NaN: the slope is 0 far left, 1 far right)",
                   torch.tensor([-50.0, -30.0, -12.0, 12.0, 30.0, 50.0], dtype=torch.float64)))
@@ -108,7 +104,7 @@ def _compare(case, got, x, weights, dtype):
 @exercise("10.swiglu", points=2, uses="SwiGLUFeedForward", forbids=_SWIGLU)
 def check_swiglu(cls, rng):
     """SwiGLU feed-forward block: LLaMA's hidden size, then copied weights, any leading dims, float32/float64."""
-    sizes = [(10, 8), (768, 256), (7, 1), (5, 4), (3, 1)] + [(_draw(rng, 1, 64), [1, 2, 8, 32][_draw(rng, 0, 4)])
+    sizes = [(10, 8), (768, 256), (7, 1), (5, 4), (3, 1)] + [(randint(rng, 1, 64), [1, 2, 8, 32][randint(rng, 0, 4)])
                                                                for _ in range(3)]
     for d_model, multiple_of in sizes:
         case = f"hidden size for d_ff=None: d_model={d_model}, multiple_of={multiple_of}"
@@ -127,7 +123,7 @@ def check_swiglu(cls, rng):
         x = torch.tensor([[2.0], [-1.0], [0.5]])
         _compare(case, mine(x), x, weights, torch.float32)
     for n in range(5):
-        d_model, d_ff = _draw(rng, 1, 10), _draw(rng, 1, 33)
+        d_model, d_ff = randint(rng, 1, 10), randint(rng, 1, 33)
         leading = [(3,), (2, 3), (2, 3, 4), (1,), (5, 1)][n]
         dtype = torch.float64 if n in (2, 4) else torch.float32
         case = f"case {n}: d_model={d_model}, d_ff={d_ff}, x {leading + (d_model,)}, {dtype}"

@@ -6,11 +6,7 @@ import torch
 
 from course_lib.attention import MultiHeadAttention
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
-
-
-def _int(rng, low, high):
-    return int(torch.randint(low, high + 1, (1,), generator=rng))
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_tuple, randint
 
 
 def _heads(attn, t):
@@ -45,7 +41,7 @@ _HINTS = {"no-scale": "the scores are not divided by sqrt(head_dim)",
 
 
 def _attention(rng, d_model, n_heads, dtype):
-    torch.manual_seed(_int(rng, 0, 2**31 - 2))
+    torch.manual_seed(randint(rng, 0, 2**31 - 1))
     attn = MultiHeadAttention(d_model, n_heads).to(dtype).eval()
     with torch.no_grad():
         for p in attn.parameters():
@@ -56,9 +52,7 @@ def _attention(rng, d_model, n_heads, dtype):
 def _compare(case, got, attn, x_new, cache, dtype):
     """got = the learner's (out, (k, v)); compared with the reference, naming a known mistake."""
     expected_out, (ek, ev) = reference_step(attn, x_new, cache)
-    ok = isinstance(got, (tuple, list)) and len(got) == 2
-    expect(ok, f"[{case}] return a pair (out, (k, v)), got {type(got).__name__}")
-    out, new_cache = got
+    out, new_cache = expect_tuple(case, got, ("out", "(k, v)"), lists=True)
     # float32 rounding grows with the values' size (the "large inputs" cases reach |out| ~ 30)
     tol = (1e-9 if dtype == torch.float64 else 2e-5) * max(1.0, float(expected_out.abs().max()))
     if torch.is_tensor(out) and out.shape == expected_out.shape and not torch.isnan(out).any() \
@@ -81,9 +75,9 @@ def _compare(case, got, attn, x_new, cache, dtype):
 
 def _sequence(fn, rng, dtype, sizes, label, scale=1.0, own_cache=True, empty_cache=False):
     """Feed a random sequence in pieces of `sizes`; compare with the reference at every call."""
-    n_heads = _int(rng, 1, 4)
-    d_model = n_heads * _int(rng, 1, 6)
-    B = _int(rng, 1, 3)
+    n_heads = randint(rng, 1, 5)
+    d_model = n_heads * randint(rng, 1, 7)
+    B = randint(rng, 1, 4)
     attn = _attention(rng, d_model, n_heads, dtype)
     x = torch.randn(B, sum(sizes), d_model, generator=rng, dtype=dtype) * scale
     with torch.no_grad():
@@ -118,7 +112,7 @@ def check_step(fn, rng):
     _sequence(fn, rng, torch.float32, [1] * 3, "token by token from an empty cache (t = 0)", empty_cache=True)
     _sequence(fn, rng, torch.float32, [1] * 4, "large inputs", scale=30.0)
     for _ in range(2):
-        _sequence(fn, rng, torch.float32, [1] * _int(rng, 2, 9), "random length")
+        _sequence(fn, rng, torch.float32, [1] * randint(rng, 2, 10), "random length")
 
 
 @exercise("11.kv-cache-chunk", points=1, uses="cached_self_attention",
@@ -130,4 +124,4 @@ def check_chunk(fn, rng):
     _sequence(fn, rng, torch.float32, [4, 3], "prefill into an empty cache (t = 0), then a chunk", empty_cache=True)
     _sequence(fn, rng, torch.float32, [5, 2], "large inputs", scale=30.0)
     for _ in range(2):
-        _sequence(fn, rng, torch.float32, [_int(rng, 1, 5) for _ in range(_int(rng, 2, 4))], "random chunks")
+        _sequence(fn, rng, torch.float32, [randint(rng, 1, 6) for _ in range(randint(rng, 2, 5))], "random chunks")

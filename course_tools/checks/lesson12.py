@@ -3,7 +3,7 @@ embedding and the output layer. The reference is written here from the definitio
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape, randint
 
 _SHORTCUTS = ("course_lib.weight_tying:tie_weights",)
 _MEMBERS = {"word.weight": lambda V, E, H: (V, E), "project_in.weight": lambda V, E, H: (H, E),
@@ -11,15 +11,11 @@ _MEMBERS = {"word.weight": lambda V, E, H: (V, E), "project_in.weight": lambda V
             "project_out.bias": lambda V, E, H: (E,), "output_bias": lambda V, E, H: (V,)}
 
 
-def _int(rng, low, high):
-    return int(torch.randint(low, high + 1, (1,), generator=rng))
-
-
 def _sizes(rng):
     """V > H > E, all different, so a missing projection or a transpose shows as a shape error."""
-    E = _int(rng, 2, 6)
-    H = E + _int(rng, 1, 8)
-    V = H + _int(rng, 3, 30)
+    E = randint(rng, 2, 7)
+    H = E + randint(rng, 1, 9)
+    V = H + randint(rng, 3, 31)
     return V, E, H
 
 

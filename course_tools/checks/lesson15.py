@@ -2,7 +2,7 @@
 each; every piece of a selected word is predicted and treated 80/10/10 on its own."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect
+from ..grading import CheckFailed, exercise, expect, randint
 
 IGNORE = -100
 PAD, CLS, SEP, MASK, N_SPECIAL = 0, 1, 2, 3, 4
@@ -81,7 +81,7 @@ def check_whole_words(fn, rng):
     _, labels = _call(fn, ids, cont, special, V, ratio=0.0)
     expect(bool((labels == IGNORE).all()), "[ratio=0.0] every label must be -100")
     for trial, ratio in enumerate((0.15, 0.3, 0.5)):
-        seed = int(torch.randint(0, 2**31, (1,), generator=rng))
+        seed = randint(rng, 0, 2**31)
         case = f"ratio={ratio}, random batch {trial} (words of 1-4 pieces, padding, an all-padding row)"
         masked, labels = _call(fn, ids, cont, special, V, seed=seed, ratio=ratio)
         n_sel = int((labels != IGNORE)[special].sum())
@@ -107,7 +107,7 @@ def check_rates(fn, rng):
     n_words = int(word_of.max()) + 1
     for ratio in (0.15, 0.4):
         case = f"ratio={ratio}, {n_words} words"
-        seed = int(torch.randint(0, 2**31, (1,), generator=rng))
+        seed = randint(rng, 0, 2**31)
         masked, labels = _call(fn, ids, cont, special, V, seed=seed, ratio=ratio)
         chosen, size = _split_words(case, labels, word_of, n_words)
         share = chosen.float().mean().item()

@@ -4,7 +4,7 @@
 import torch
 
 from course_lib.corpus import make_documents
-from ..grading import CheckFailed, exercise, expect
+from ..grading import CheckFailed, exercise, expect, randint
 
 
 @exercise("16.sop-pairs", points=3, uses="make_sop_pairs")
@@ -12,8 +12,8 @@ def check_sop_pairs(fn, rng):
     """One pair per positive (sentences i, i+1 of one episode), label 0 in order / 1 swapped,
     ~50% each, seeded."""
     for case in range(3):
-        seed = int(torch.randint(0, 2**31, (1,), generator=rng))
-        n_docs = int(torch.randint(150, 250, (1,), generator=rng))
+        seed = randint(rng, 0, 2**31)
+        n_docs = randint(rng, 150, 250)
         docs = make_documents(n_docs, seed=seed, min_sentences=1 + case, max_sentences=8 + 4 * case)
         expected = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc.sentences) - 1)
                     if doc.episodes[i] == doc.episodes[i + 1]]

@@ -6,7 +6,7 @@ label and eps / V on every class, the label included), over the selected positio
 NSP term whose label may be -100 (an example without a sentence pair)."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_tensor
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_scalar, expect_tuple, randint
 
 IGNORE = -100
 NO_CROSS_ENTROPY = ("torch.nn.functional:cross_entropy", "torch.nn:CrossEntropyLoss",
@@ -37,9 +37,9 @@ def _other_classes(logits, labels, eps):
 def _case(rng, B=None, T=None, V=None, scale=3.0, dtype=torch.float32):
     """Random logits and labels (-100 where unselected); rows select different numbers of tokens,
     and one selected label is token 0 (so treating id 0 as "ignored" is caught)."""
-    B = B or int(torch.randint(2, 7, (1,), generator=rng))
-    T = T or int(torch.randint(5, 24, (1,), generator=rng))
-    V = V or int(torch.randint(5, 300, (1,), generator=rng))
+    B = B or randint(rng, 2, 7)
+    T = T or randint(rng, 5, 24)
+    V = V or randint(rng, 5, 300)
     logits = (scale * torch.randn(B, T, V, generator=rng, dtype=torch.float64)).to(dtype)
     targets = torch.randint(0, V, (B, T), generator=rng)
     row_share = torch.rand(B, 1, generator=rng) * 0.6 + 0.05
@@ -48,14 +48,6 @@ def _case(rng, B=None, T=None, V=None, scale=3.0, dtype=torch.float32):
     targets[0, min(1, T - 1)] = 0
     labels = torch.where(selected, targets, torch.full_like(targets, IGNORE))
     return logits, labels, selected
-
-
-def _scalar(case, got, name):
-    got = expect_tensor(case, got, name)
-    if got.dim() != 0:
-        raise CheckFailed(f"[{case}] {name} should be a single number, a 0-d tensor, "
-                          f"got shape {tuple(got.shape)}")
-    return got
 
 
 def _diagnose(name, value, logits, labels, selected, eps, expected):
@@ -105,7 +97,7 @@ def check_smoothed_mlm_loss(smoothed_mlm_loss, rng):
         name = (f"case {number} ({label}): logits {(B, T, V)} {str(logits.dtype)[6:]}, "
                 f"{int(selected.sum())} selected, smoothing {eps:.3f}")
         leaf = logits.clone().requires_grad_(True)
-        got = _scalar(name, smoothed_mlm_loss(leaf, labels.clone(), eps), "smoothed_mlm_loss")
+        got = expect_scalar(name, smoothed_mlm_loss(leaf, labels.clone(), eps), "smoothed_mlm_loss")
         value = got.detach().double()
         expected = reference(logits, labels, eps)
         _diagnose(name, value, logits, labels, selected, eps, expected)
@@ -121,14 +113,14 @@ def check_smoothed_mlm_loss(smoothed_mlm_loss, rng):
                               f"with smoothing, too, they must not count")
         scrambled = logits.clone()
         scrambled[~selected] = 10 * torch.randn(scrambled[~selected].shape, generator=rng).to(logits.dtype)
-        again = _scalar(name, smoothed_mlm_loss(scrambled, labels.clone(), eps), "smoothed_mlm_loss")
+        again = expect_scalar(name, smoothed_mlm_loss(scrambled, labels.clone(), eps), "smoothed_mlm_loss")
         expect(abs(again.item() - got.item()) < 1e-5,
                f"[{name}] changing the logits at unselected positions moved the loss from "
                f"{got.item():.5f} to {again.item():.5f}")
 
 
 def _expect_empty(case, got, leaf, name):
-    got = _scalar(case, got, name)
+    got = expect_scalar(case, got, name)
     expect(bool(torch.isfinite(got)), f"[{case}] {name} is {got.item()}; with nothing selected it must "
            f"be 0, not NaN (a mean over zero tokens divides 0 by 0)")
     expect(got.item() == 0.0, f"[{case}] expected {name} = 0.0, got {got.item()}")
@@ -170,9 +162,8 @@ def check_pretraining_loss(pretraining_loss, rng):
                 f"{nsp_labels.tolist()}, smoothing {eps}")
         nsp_leaf = nsp_logits.clone().requires_grad_(True)
         out = pretraining_loss(logits.clone().requires_grad_(True), nsp_leaf, labels, nsp_labels, eps)
-        if not (isinstance(out, (tuple, list)) and len(out) == 3):
-            raise CheckFailed(f"[{name}] return a tuple (total, mlm, nsp), got {type(out).__name__}")
-        total, mlm, nsp = (_scalar(name, x, n) for x, n in zip(out, ("total", "mlm", "nsp")))
+        parts = expect_tuple(name, out, ("total", "mlm", "nsp"), lists=True)
+        total, mlm, nsp = (expect_scalar(name, x, n) for x, n in zip(parts, ("total", "mlm", "nsp")))
         expected_mlm = reference(logits, labels, eps)
         expected_nsp = reference(nsp_logits.unsqueeze(1), nsp_labels.unsqueeze(1), eps)
         expect_close(name, mlm.detach().double(), expected_mlm, atol=1e-4, name="mlm")

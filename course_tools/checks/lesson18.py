@@ -8,7 +8,7 @@ import torch
 
 from course_lib.bert import BertModel, _hf_key_map
 from course_lib.pretrained import _minilm_state_dict, minilm_config, minilm_path, minilm_tokenizer
-from ..grading import CheckFailed, exercise, expect
+from ..grading import CheckFailed, exercise, expect, randint
 
 FORBIDS = ("course_lib.bert:BertModel.to_hf_state_dict",)
 SENTENCES = ["The cat sat on the mat.", "Transformers replaced recurrence with attention.",
@@ -87,8 +87,8 @@ def check_any_layer(fn, rng):
     """Layer indices beyond MiniLM's six (a 24-layer BERT-large, and two-digit numbers)."""
     reference = _hf_key_map(48)
     for case in range(12):
-        layer = int(torch.randint(6, 48, (1,), generator=rng))
-        part = PER_LAYER[int(torch.randint(0, len(PER_LAYER), (1,), generator=rng))]
+        layer = randint(rng, 6, 48)
+        part = PER_LAYER[randint(rng, 0, len(PER_LAYER))]
         leaf = ("weight", "bias")[case % 2]
         key = f"encoder.layer.{layer}.{part}.{leaf}"
         try:

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import torch
 
-from ..grading import CheckFailed, exercise, expect_close, expect_tensor
+from ..grading import CheckFailed, exercise, expect_close, expect_tensor, randint
 
 
 def reference(hidden, mask, query):
@@ -60,9 +60,9 @@ def _diagnose(case, got, hidden, mask, query, expected):
 
 
 def _case(rng, case):
-    B = int(torch.randint(2, 7, (1,), generator=rng))
-    T = int(torch.randint(1 if case == 5 else 3, 12, (1,), generator=rng))
-    H = int(torch.randint(2, 40, (1,), generator=rng))
+    B = randint(rng, 2, 7)
+    T = randint(rng, 1 if case == 5 else 3, 12)
+    H = randint(rng, 2, 40)
     hidden = torch.randn(B, T, H, generator=rng)
     query = torch.randn(H, generator=rng) / H ** 0.5
     lengths = torch.randint(1, T + 1, (B,), generator=rng)

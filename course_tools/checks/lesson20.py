@@ -7,7 +7,7 @@ real tokens and causal after it, with padding on the left, on the right or in ga
 states where "the previous/next token" means the previous/next *real* token."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect_tensor
+from ..grading import CheckFailed, exercise, expect_tensor, randint
 
 
 LABEL = {"full": "no padding", "right": "right padding", "left": "left padding", "gaps": "padding in gaps",
@@ -73,8 +73,8 @@ def _explain(got, expected, attention_mask, prefix_length):
 
 def _check_masks(fn, rng, layouts):
     for case, layout in enumerate(layouts):
-        B = int(torch.randint(2, 5, (1,), generator=rng))
-        T = 1 if layout == "one" else int(torch.randint(4, 10, (1,), generator=rng))
+        B = randint(rng, 2, 5)
+        T = 1 if layout == "one" else randint(rng, 4, 10)
         attention_mask = _mask(rng, B, T, "full" if layout == "one" else layout)
         real = attention_mask.sum(1)
         prefix = (torch.rand(B, generator=rng) * (real + 1).float()).long()
@@ -117,9 +117,9 @@ def check_padding(fn, rng):
 def check_elmo_states(fn, rng):
     """[forward at the previous real token ; backward at the next real token], zeros elsewhere."""
     for case, layout in enumerate(("full", "right", "left", "gaps", "gaps", "one")):
-        B = int(torch.randint(2, 4, (1,), generator=rng))
-        T = 1 if layout == "one" else int(torch.randint(4, 9, (1,), generator=rng))
-        D = int(torch.randint(1, 6, (1,), generator=rng))
+        B = randint(rng, 2, 4)
+        T = 1 if layout == "one" else randint(rng, 4, 9)
+        D = randint(rng, 1, 6)
         mask = _mask(rng, B, T, "full" if layout == "one" else layout)
         f = torch.randn(B, T, D, generator=rng)
         b = torch.randn(B, T, D, generator=rng)

@@ -11,7 +11,7 @@ import os
 
 import torch
 
-from ..grading import CheckFailed, exercise, expect
+from ..grading import CheckFailed, exercise, expect, expect_tuple, randint
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -46,10 +46,6 @@ def reference_span(start_logits, end_logits, context_starts, context_lengths, qu
     return where, best
 
 
-def _randint(rng, low, high):
-    return int(torch.randint(low, high + 1, (1,), generator=rng))
-
-
 def _ints(case, values, what):
     if isinstance(values, torch.Tensor):
         values = values.tolist()
@@ -60,9 +56,7 @@ def _ints(case, values, what):
 
 
 def _compare(case, got, expected, n_question, max_length, stride):
-    if not (isinstance(got, (tuple, list)) and len(got) == 2):
-        raise CheckFailed(f"[{case}] return (windows, context_starts), got {type(got).__name__}")
-    windows, starts = got
+    windows, starts = expect_tuple(case, got, ("windows", "context_starts"), lists=True)
     if not isinstance(windows, (list, tuple)):
         raise CheckFailed(f"[{case}] windows should be a list of lists of ints")
     windows = [_ints(case, w, f"window {k}") for k, w in enumerate(windows)]
@@ -104,16 +98,16 @@ def check_qa_windows(fn, rng):
     """Windows and context starts equal the reference on hidden random questions, contexts,
     sizes and strides; a stride that cannot advance raises ValueError naming stride."""
     for case in range(40):
-        n_q = _randint(rng, 0, 12)
-        max_length = n_q + 3 + _randint(rng, 1, 40)
+        n_q = randint(rng, 0, 13)
+        max_length = n_q + 3 + randint(rng, 1, 41)
         C = max_length - n_q - 3
-        stride = _randint(rng, 0, C - 1)
+        stride = randint(rng, 0, C)
         kind = case % 4
-        n = {0: _randint(rng, 0, 6 * C), 1: C + _randint(rng, -1, 1),
-             2: C + (C - stride) * _randint(rng, 1, 4) + _randint(rng, 0, 1), 3: _randint(rng, 0, 2)}[kind]
+        n = {0: randint(rng, 0, 6 * C + 1), 1: C + randint(rng, -1, 2),
+             2: C + (C - stride) * randint(rng, 1, 5) + randint(rng, 0, 2), 3: randint(rng, 0, 3)}[kind]
         question = torch.randint(5, 30000, (n_q,), generator=rng).tolist()
         context = torch.randint(5, 30000, (max(n, 0),), generator=rng).tolist()
-        cls_id, sep_id = _randint(rng, 100, 110), _randint(rng, 111, 120)
+        cls_id, sep_id = randint(rng, 100, 111), randint(rng, 111, 121)
         name = (f"case {case}: question of {n_q} ids, context of {len(context)}, max_length={max_length}, "
                 f"stride={stride}")
         q0, c0 = list(question), list(context)
@@ -122,8 +116,8 @@ def check_qa_windows(fn, rng):
         _compare(name, got, reference_windows(question, context, max_length, stride, cls_id, sep_id),
                  n_q, max_length, stride)
     for case in range(2):
-        n_q = _randint(rng, 2, 10)
-        max_length = n_q + 3 + _randint(rng, 1, 10)
+        n_q = randint(rng, 2, 11)
+        max_length = n_q + 3 + randint(rng, 1, 11)
         stride = max_length - n_q - 3 + case
         name = f"bad stride {case}: question of {n_q} ids, max_length={max_length}, stride={stride}"
         try:
@@ -147,16 +141,16 @@ def check_hugging_face(fn, rng):
     tokenizer = BertTokenizerFast.from_pretrained(str(minilm_path()))
     docs = pydoc_texts()
     for case in range(6):
-        doc = docs[_randint(rng, 0, len(docs) - 1)]
-        start = _randint(rng, 0, max(0, len(doc) - 2000))
-        context = doc[start:start + _randint(rng, 300, 2000)]
-        words = doc[_randint(rng, 0, max(0, len(doc) - 200)):][:200].split()
-        question = " ".join(words[:_randint(rng, 3, 12)]) + "?"
+        doc = docs[randint(rng, 0, len(docs))]
+        start = randint(rng, 0, max(0, len(doc) - 2000) + 1)
+        context = doc[start:start + randint(rng, 300, 2001)]
+        words = doc[randint(rng, 0, max(0, len(doc) - 200) + 1):][:200].split()
+        question = " ".join(words[:randint(rng, 3, 13)]) + "?"
         max_length = [32, 64, 128, 48, 100, 384][case]
         q_ids = tokenizer(question, add_special_tokens=False)["input_ids"]
         c_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
         max_length = max(max_length, len(q_ids) + 8)   # a long question still leaves room for context
-        stride = _randint(rng, 0, max_length - len(q_ids) - 4)
+        stride = randint(rng, 0, max_length - len(q_ids) - 3)
         expected = tokenizer(question, context, truncation="only_second", max_length=max_length,
                              stride=stride, return_overflowing_tokens=True)["input_ids"]
         name = (f"case {case}: a {len(q_ids)}-token question, a {len(c_ids)}-token context of Python's "
@@ -172,11 +166,11 @@ def check_best_span(fn, rng):
     """The best (start, end) over all windows, in context coordinates: start <= end, at most
     max_answer_length tokens, inside the context part of a window."""
     for case in range(10):
-        n_q = _randint(rng, 1, 6)
-        max_length = n_q + 3 + _randint(rng, 3, 12)
+        n_q = randint(rng, 1, 7)
+        max_length = n_q + 3 + randint(rng, 3, 13)
         C = max_length - n_q - 3
-        stride = _randint(rng, 0, C - 1)
-        context = list(range(_randint(rng, 1, 5 * C)))
+        stride = randint(rng, 0, C)
+        context = list(range(randint(rng, 1, 5 * C + 1)))
         windows, starts = reference_windows(list(range(n_q)), context, max_length, stride, 1, 2)
         lengths = [len(w) - n_q - 3 for w in windows]
         W, T = len(windows), max_length
@@ -192,7 +186,7 @@ def check_best_span(fn, rng):
         if case % 2 and C > 2:
             start_logits[0, n_q + 2 + min(lengths[0], C) - 1] += 6
             end_logits[0, n_q + 2] += 6
-        max_answer_length = _randint(rng, 1, 6) if case != 3 else 1
+        max_answer_length = randint(rng, 1, 7) if case != 3 else 1
         expected, score = reference_span(start_logits, end_logits, starts, lengths, n_q, max_answer_length)
         name = (f"case {case}: {W} windows of max_length {max_length}, question of {n_q} ids, "
                 f"context_starts {starts[:6]}, context_lengths {lengths[:6]}, max_answer_length {max_answer_length}")

@@ -8,7 +8,7 @@ clamp_len) - and asks for the (query, key) scores with the future set to 0, and 
 a whole stack of layers, first segment (no memory yet) and an evaluation-time mem_len included."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect_close, expect_shape, expect_tensor
+from ..grading import CheckFailed, exercise, expect_close, expect_shape, expect_tensor, randint
 
 
 def reference_scores(x, memory_length):
@@ -53,11 +53,11 @@ def check_relative_scores(fn, rng):
             shape, M, R = fixed[case]
             lead, Q = shape[:-1], shape[-1]
         else:
-            n_lead = int(torch.randint(0, 3, (1,), generator=rng))
+            n_lead = randint(rng, 0, 3)
             lead = tuple(int(s) for s in torch.randint(1, 4, (n_lead,), generator=rng))
-            Q = int(torch.randint(1, 8, (1,), generator=rng))
-            M = int(torch.randint(0, 9, (1,), generator=rng))
-            R = int(torch.randint(1, M + Q + 3, (1,), generator=rng))
+            Q = randint(rng, 1, 8)
+            M = randint(rng, 0, 9)
+            R = randint(rng, 1, M + Q + 3)
         dtype = torch.float64 if case == 6 else torch.float32
         x = torch.randn(*lead, Q, R, generator=rng, dtype=torch.float64).to(dtype)
         name = f"case {case}: x {tuple(x.shape)} (Q={Q}, R={R} distances), memory_length={M}, so K={M + Q}"
@@ -104,11 +104,11 @@ def check_memory_update(fn, rng):
         if case < len(fixed):
             M, T, mem_len = fixed[case]
         else:
-            M = int(torch.randint(0, 10, (1,), generator=rng))
-            T = int(torch.randint(1, 8, (1,), generator=rng))
-            mem_len = int(torch.randint(0, 16, (1,), generator=rng))
-        L = int(torch.randint(1, 4, (1,), generator=rng))
-        B, d = int(torch.randint(1, 3, (1,), generator=rng)), int(torch.randint(2, 6, (1,), generator=rng))
+            M = randint(rng, 0, 10)
+            T = randint(rng, 1, 8)
+            mem_len = randint(rng, 0, 16)
+        L = randint(rng, 1, 4)
+        B, d = randint(rng, 1, 3), randint(rng, 2, 6)
         memories = None if M is None else [torch.randn(B, M, d, generator=rng) for _ in range(L)]
         # the layer inputs come out of the model: they require grad
         inputs = [torch.randn(B, T, d, generator=rng).requires_grad_(True) for _ in range(L)]

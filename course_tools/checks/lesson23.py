@@ -2,7 +2,7 @@
 sharing), compared with Hugging Face's `AlbertModel` instantiated on the meta device."""
 import torch
 
-from ..grading import CheckFailed, exercise
+from ..grading import CheckFailed, exercise, randint
 
 FORBIDS = ("transformers:AlbertModel", "transformers:AlbertConfig", "transformers:AlbertForPreTraining",
            "transformers:AlbertForMaskedLM",
@@ -89,17 +89,17 @@ def check_released(fn, rng):
 def check_random(fn, rng):
     """Hidden random configurations, including several layer groups and other table sizes."""
     for case in range(8):
-        heads = int(torch.randint(1, 9, (1,), generator=rng))
-        head_dim = int(torch.randint(4, 65, (1,), generator=rng))
+        heads = randint(rng, 1, 9)
+        head_dim = randint(rng, 4, 65)
         layers = int(torch.tensor([1, 2, 3, 4, 6, 8, 12, 24])[
             torch.randint(0, 8, (1,), generator=rng)])
         divisors = [g for g in range(1, layers + 1) if layers % g == 0]
-        groups = divisors[int(torch.randint(0, len(divisors), (1,), generator=rng))] if case % 2 else 1
+        groups = divisors[randint(rng, 0, len(divisors))] if case % 2 else 1
         config = _config(
-            vocab_size=int(torch.randint(50, 60000, (1,), generator=rng)),
-            embedding_size=int(torch.randint(8, 300, (1,), generator=rng)),
+            vocab_size=randint(rng, 50, 60000),
+            embedding_size=randint(rng, 8, 300),
             hidden_size=heads * head_dim, num_attention_heads=heads, num_hidden_layers=layers,
-            intermediate_size=int(torch.randint(16, 4096, (1,), generator=rng)),
-            max_position_embeddings=int(torch.randint(16, 2048, (1,), generator=rng)),
-            type_vocab_size=int(torch.randint(1, 5, (1,), generator=rng)), num_hidden_groups=groups)
+            intermediate_size=randint(rng, 16, 4096),
+            max_position_embeddings=randint(rng, 16, 2048),
+            type_vocab_size=randint(rng, 1, 5), num_hidden_groups=groups)
         _compare(fn, f"case {case}: {config}", config)

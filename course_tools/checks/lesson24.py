@@ -5,7 +5,7 @@ both with a teacher whose outputs still carry a graph (it must get no gradient).
 The references are written here (float64), independently of course_lib."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_tensor
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_scalar, randint
 
 FORBIDS = ("course_lib.distillation:soft_target_loss", "course_lib.distillation:distillation_loss",
            "torch.nn:CosineEmbeddingLoss", "torch.nn.functional:cosine_embedding_loss")
@@ -27,13 +27,6 @@ def reference_cosine(student, teacher, mask):
     s, t = student.double()[real], teacher.double()[real]
     cos = (s * t).sum(-1) / (s.norm(dim=-1) * t.norm(dim=-1)).clamp(min=1e-8)
     return (1 - cos).mean()
-
-
-def _scalar(case, got, name):
-    got = expect_tensor(case, got, name)
-    if got.dim() != 0:
-        raise CheckFailed(f"[{case}] {name} should be a 0-d tensor, got shape {tuple(got.shape)}")
-    return got
 
 
 def _mask(rng, B, T, layout):
@@ -68,9 +61,9 @@ def check_token_distillation(fn, rng):
     specs = [(0.5, "right"), (2.0, "left"), (1.0, "right"), (4.0, "empty-row"), (3.0, "right"),
              (8.0, "left"), (2.0, "large")]
     for case, (T, layout) in enumerate(specs):
-        B = int(torch.randint(2, 5, (1,), generator=rng))
-        L = int(torch.randint(2, 9, (1,), generator=rng))
-        V = int(torch.randint(3, 40, (1,), generator=rng))
+        B = randint(rng, 2, 5)
+        L = randint(rng, 2, 9)
+        V = randint(rng, 3, 40)
         mask = _mask(rng, B, L, "right" if layout == "large" else layout)
         rows = torch.rand(B, 1, generator=rng) * 3 + 0.5          # rows of different sharpness
         student = rows[..., None] * torch.randn(B, L, V, generator=rng)
@@ -83,7 +76,7 @@ def check_token_distillation(fn, rng):
                 f"{' (logits ~ +-1000)' if layout == 'large' else ''}")
         s_leaf = student.clone().requires_grad_(True)
         t_leaf = teacher.clone().requires_grad_(True)             # a teacher whose outputs carry a graph
-        got = _scalar(name, fn(s_leaf, t_leaf, mask.clone(), T), "token_distillation_loss")
+        got = expect_scalar(name, fn(s_leaf, t_leaf, mask.clone(), T), "token_distillation_loss")
         value = got.detach().double()
         expected = reference_token(student, teacher, mask, T)
         if not torch.isfinite(value):
@@ -120,9 +113,9 @@ def check_token_distillation(fn, rng):
 def check_cosine_loss(fn, rng):
     """mean over real tokens of 1 - cos(student, teacher); teacher detached; zero vectors safe."""
     for case, layout in enumerate(("right", "left", "empty-row", "zero-vector", "right", "left")):
-        B = int(torch.randint(2, 5, (1,), generator=rng))
-        L = int(torch.randint(2, 9, (1,), generator=rng))
-        H = int(torch.randint(2, 33, (1,), generator=rng))
+        B = randint(rng, 2, 5)
+        L = randint(rng, 2, 9)
+        H = randint(rng, 2, 33)
         mask = _mask(rng, B, L, "right" if layout == "zero-vector" else layout)
         student = torch.randn(B, L, H, generator=rng) * (torch.rand(B, L, 1, generator=rng) * 5 + 0.1)
         teacher = student * 0.5 + torch.randn(B, L, H, generator=rng)
@@ -133,7 +126,7 @@ def check_cosine_loss(fn, rng):
                 f"{' (left padding)' if layout == 'left' else ''}{' (a zero vector)' if layout == 'zero-vector' else ''}")
         s_leaf = student.clone().requires_grad_(True)
         t_leaf = teacher.clone().requires_grad_(True)
-        got = _scalar(name, fn(s_leaf, t_leaf, mask.clone()), "cosine_alignment_loss")
+        got = expect_scalar(name, fn(s_leaf, t_leaf, mask.clone()), "cosine_alignment_loss")
         value = got.detach().double()
         expected = reference_cosine(student, teacher, mask)
         if not torch.isfinite(value):

@@ -7,7 +7,7 @@ zeros), zero_point = clamp(-round(min / scale), 0, 255), q = clamp(round(w / sca
 The references are written here, in float32 as the task states."""
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape, expect_tensor
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape, expect_tensor, expect_tuple, randint
 
 FORBIDS = ("torch:quantize_per_channel", "torch:quantize_per_tensor", "torch:fake_quantize_per_channel_affine",
            "torch:fake_quantize_per_tensor_affine", "torch:Tensor.int_repr", "torch:Tensor.dequantize",
@@ -43,8 +43,8 @@ def asymmetric_error(w):
 def _weight(rng, case):
     """Rows of different scales and offsets: symmetric, all-positive (post-ReLU-like), all-negative,
     one constant row and one zero row."""
-    out_f = int(torch.randint(4, 30, (1,), generator=rng))
-    in_f = int(torch.randint(2, 40, (1,), generator=rng))
+    out_f = randint(rng, 4, 30)
+    in_f = randint(rng, 2, 40)
     w = torch.randn(out_f, in_f, generator=rng) * (torch.rand(out_f, 1, generator=rng) * 0.5 + 0.01)
     kind = torch.randint(0, 3, (out_f,), generator=rng)
     w[kind == 1] = w[kind == 1].abs() + 0.2                      # all positive, away from 0
@@ -57,12 +57,6 @@ def _weight(rng, case):
     return w
 
 
-def _triple(case, got):
-    if not (isinstance(got, (tuple, list)) and len(got) == 3):
-        raise CheckFailed(f"[{case}] return a tuple (q, scale, zero_point), got {type(got).__name__}")
-    return got
-
-
 @exercise("25.asymmetric", points=3, uses="quantize_asymmetric", forbids=FORBIDS)
 def check_asymmetric(fn, rng):
     """uint8 q, float32 scale and integer zero_point per row; zero exactly representable."""
@@ -70,7 +64,7 @@ def check_asymmetric(fn, rng):
         w = _weight(rng, case)
         name = f"case {case}: weight {tuple(w.shape)}{' (x1000)' if case == 3 else ''}"
         q, scale, zero_point = (expect_tensor(name, t, n) for t, n in
-                                zip(_triple(name, fn(w.clone())), ("q", "scale", "zero_point")))
+                                zip(expect_tuple(name, fn(w.clone()), ("q", "scale", "zero_point"), lists=True), ("q", "scale", "zero_point")))
         want_q, want_scale, want_zp = reference_quantize(w)
         expect(q.dtype == torch.uint8, f"[{name}] q should have dtype torch.uint8 (0..255), got {q.dtype}")
         expect_shape(name, q, w.shape, "q")
@@ -136,8 +130,7 @@ def check_errors(fn, rng):
             w = w.abs() + 0.5                                      # all positive: asymmetric wins
         name = f"case {case}: weight {tuple(w.shape)}{' (all positive)' if case == 2 else ''}"
         got = fn(w.clone())
-        if not (isinstance(got, (tuple, list)) and len(got) == 2):
-            raise CheckFailed(f"[{name}] return (symmetric_error, asymmetric_error), got {type(got).__name__}")
+        expect_tuple(name, got, ("symmetric_error", "asymmetric_error"), lists=True)
         expected = (symmetric_error(w), asymmetric_error(w))
         for k, (label, value, want) in enumerate(zip(("symmetric", "asymmetric"), got, expected)):
             value = float(value.item() if isinstance(value, torch.Tensor) else value)
