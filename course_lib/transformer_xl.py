@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import require_divisible, require_rank, shape_str
+from .validation import require_divisible, require_ids, require_int, require_positive_int, require_rank, shape_str
 
 POSITIONS = ("relative", "absolute")
 
@@ -207,6 +207,9 @@ class TransformerXL(nn.Module):
             raise ValueError(f"config.positions: expected one of {POSITIONS}, got {config.positions!r}")
         if not isinstance(config.mem_len, int) or config.mem_len < 0:
             raise ValueError(f"config.mem_len: expected an int >= 0, got {config.mem_len!r}")
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff"):
+            require_positive_int(f"config.{name}", getattr(config, name))
+        require_int("config.n_layers", config.n_layers, minimum=0)
         if config.d_model % 2:
             raise ValueError(f"config.d_model: expected an even number (sine/cosine pairs), got {config.d_model}")
         self.config = config
@@ -235,6 +238,7 @@ class TransformerXL(nn.Module):
     def forward(self, input_ids, memory=None):
         """input_ids: (B, T) -> (logits (B, T, vocab_size), new memory: list of (B, M', d))."""
         require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
+        require_ids("input_ids", input_ids, self.config.vocab_size)
         B, T = input_ids.shape
         if memory is None:
             memory = self.empty_memory(B, input_ids.device)

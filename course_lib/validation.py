@@ -123,12 +123,18 @@ def require_str(name: str, value) -> str:
     return value
 
 
-def require_texts(name: str, value) -> list[str]:
-    """A non-empty list (or tuple) of str; a single str is refused (it would be read character by
-    character)."""
+def refuse_one_text(name: str, value) -> None:
+    """Where a collection of texts is expected, one str is refused: iterating over it would
+    yield its characters, each taken for a text."""
     if isinstance(value, str):
         raise ValueError(f"{name}: expected a list of str, got one str {value!r:.60} "
                          f"(wrap it: [{value!r:.30}])")
+
+
+def require_texts(name: str, value) -> list[str]:
+    """A non-empty list (or tuple) of str; a single str is refused (it would be read character by
+    character)."""
+    refuse_one_text(name, value)
     if not isinstance(value, (list, tuple)):
         raise ValueError(f"{name}: expected a list of str, got {type(value).__name__}")
     if not value:
