@@ -212,13 +212,20 @@ def weight_dtype(layer) -> torch.dtype | None:
     return weight.dtype if isinstance(weight, torch.Tensor) and weight.is_floating_point() else None
 
 
+def _autocast_on(device_type: str) -> bool:
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except RuntimeError:        # a device with no autocast at all ("meta", used to count FLOPs)
+        return False
+
+
 def require_input_dtype(name: str, x, layer) -> torch.Tensor:
     """x enters `layer`'s matrix product: a floating tensor of the layer weight's dtype, so that
     float64 (or integer) input gets a sentence, not "mat1 and mat2 must have the same dtype".
     Under autocast PyTorch casts the operands itself, so any floating dtype goes. Reads only
     metadata: free in a training loop."""
     require_tensor(name, x)
-    expected = None if torch.is_autocast_enabled(x.device.type) else weight_dtype(layer)
+    expected = None if _autocast_on(x.device.type) else weight_dtype(layer)
     return require_floating(name, x, expected)
 
 
