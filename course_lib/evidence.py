@@ -7,6 +7,7 @@ can show, for every lesson and every seed, how far each claim was from failing:
     claim("plain-32 trains worse than plain-4 (final loss gap)", gap, ">", 0.1)
     claim_close("notebook attention == course_lib attention", ours, library, atol=1e-6)
     identity("2 of 12 layers are removed", removed, ">=", 2, why="set by the configuration")
+    report("distilled minus hard-label accuracy", gap, why="moves with the data draw as much as its size")
 
 Claims are of four kinds, and the sweep ranks only the first:
 
@@ -20,6 +21,11 @@ Claims are of four kinds, and the sweep ranks only the first:
   such as MiniLM's pretrained weights or a closed-form curve: it could have come out otherwise,
   but no seed moves it, so it has no seed range.
 - **equality** (`claim_close`): code built in the open against its `course_lib` twin.
+
+A measurement the lesson shows but does not claim — one that moves with the seed too much for a
+margin — is recorded with `report` (no threshold, nothing asserted, `why` says why it is not a claim):
+the sweep still collects its range over the seeds, so a text that quotes "0.18–0.27 over the sweep"
+and an interview question about it are checked against measured numbers, not typed ones.
 
 When the environment variable COURSE_CLAIMS_FILE names a file, every claim is appended to it as
 one JSON line (the sweep sets it per run); otherwise claims are only kept in `RECORDED`.
@@ -45,9 +51,9 @@ _OPERATORS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": opera
 
 #: The kinds a claim can be declared as (see the module docstring); `claim_close` records "equality".
 KINDS = ("evidence", "identity", "deterministic")
-#: How each kind is marked in a notebook's list of claims (after ✓ or ✗).
+#: How each kind is marked in a notebook's list of claims (after ✓ or ✗); `report` records "reported".
 KIND_LABELS = {"evidence": "", "identity": "by construction", "deterministic": "fixed input",
-               "equality": ""}
+               "equality": "", "reported": "reported, not claimed"}
 
 #: Every claim made in this process, in order (what the sweep reads when no file is set).
 RECORDED: list[dict] = []
@@ -95,6 +101,9 @@ _SYMBOLS = {">": ">", ">=": "≥", "<": "<", "<=": "≤"}
 def _claim_line(entry: dict) -> tuple[str, str, str]:
     """(mark, statement, 'measured V, claimed OP T') of one recorded claim; a claim that is not
     evidence says so before its statement ("by construction: ..." with its reason after)."""
+    if entry.get("kind") == "reported":
+        return "·", f"[{KIND_LABELS['reported']}] {entry['statement']}", (
+            f"measured {entry['value']:.4g} — {entry['why']}")
     mark = "✓" if entry["held"] else "✗"
     numbers = (f"measured {entry['value']:.4g}, claimed {_SYMBOLS.get(entry['op'], entry['op'])} "
                f"{entry['threshold']:.4g}")
@@ -115,9 +124,12 @@ class ClaimsSummary:
         self.entries = list(entries)
 
     def _title(self) -> str:
-        held = sum(bool(e["held"]) for e in self.entries)
-        noun = "claim" if len(self.entries) == 1 else "claims"
-        return f"{held} of {len(self.entries)} {noun} held"
+        claims = [e for e in self.entries if e.get("kind") != "reported"]
+        reported = len(self.entries) - len(claims)
+        held = sum(bool(e["held"]) for e in claims)
+        noun = "claim" if len(claims) == 1 else "claims"
+        title = f"{held} of {len(claims)} {noun} held"
+        return title + (f", {reported} reported" if reported else "")
 
     def __repr__(self) -> str:
         lines = [self._title() + ":"]
@@ -127,7 +139,7 @@ class ClaimsSummary:
     def _repr_html_(self) -> str:
         items = []
         for mark, statement, numbers in map(_claim_line, self.entries):
-            colour = "#1a7f37" if mark == "✓" else "#cf222e"
+            colour = {"✓": "#1a7f37", "✗": "#cf222e"}.get(mark, "#57606a")
             items.append(f'<li><span style="color: {colour}; font-weight: bold">{mark}</span> '
                          f"{html.escape(statement)}: <code>{html.escape(numbers)}</code></li>")
         return (f'<div class="course-claims"><strong>{html.escape(self._title())}</strong>'
@@ -243,6 +255,19 @@ def _claim(statement: str, value, op: str, threshold, kind: str, why: str | None
     if not held:
         raise ClaimFailed(f"{statement}: measured {value:.4g}, claimed {op} {threshold:.4g}")
     return ClaimResult(relative, entry)
+
+
+def report(statement: str, value, *, why: str) -> float:
+    """Record a measurement the lesson shows but does not claim (nothing is asserted): `why` says
+    why it is not a claim (e.g. "one training run moves it by as much as its size"). The sweep
+    collects its range over the seeds like a claim's, so texts and quiz answers can cite it."""
+    if not (isinstance(why, str) and why.strip()):
+        raise ValueError(f"why: a reported number needs a one-line reason why it is not claimed, got {why!r}")
+    value = _as_float("value", value)
+    entry = {"statement": statement, "value": value, "op": "", "threshold": math.nan, "margin": math.nan,
+             "relative_margin": math.nan, "held": True, "kind": "reported", "why": why}
+    _record(entry)
+    return value
 
 
 def claim_close(statement: str, got, expected, atol: float = 1e-6) -> ClaimResult:

@@ -29,7 +29,9 @@ from torch import nn
 
 from .validation import require_divisible, require_ids, require_int, require_positive_int, require_rank, shape_str
 
-POSITIONS = ("relative", "absolute")
+# "absolute": sinusoids of 0..T-1 added to every segment (each segment restarts at 0);
+# "absolute, counting": positions continue across segments (the caller passes the segment's offset)
+POSITIONS = ("relative", "absolute", "absolute, counting")
 
 
 # ------------------------------------------------------------ positions and the relative shift
@@ -191,7 +193,7 @@ class TransformerXLConfig:
     n_layers: int = 2
     d_ff: int = 256
     mem_len: int = 16             # 0: a vanilla Transformer LM (each segment on its own)
-    positions: str = "relative"   # "absolute": sinusoids of 0..T-1 added to every segment's input
+    positions: str = "relative"   # or "absolute" / "absolute, counting": see POSITIONS
 
 
 class TransformerXL(nn.Module):
@@ -235,10 +237,14 @@ class TransformerXL(nn.Module):
                 raise ValueError(f"memory[{n}]: expected shape ({B}, M, {self.config.d_model}) with "
                                  f"the same M in every layer, got {shape_str(m)}")
 
-    def forward(self, input_ids, memory=None):
-        """input_ids: (B, T) -> (logits (B, T, vocab_size), new memory: list of (B, M', d))."""
+    def forward(self, input_ids, memory=None, position_offset: int = 0):
+        """input_ids: (B, T) -> (logits (B, T, vocab_size), new memory: list of (B, M', d)).
+
+        position_offset: the stream position of the segment's first token; only absolute positions
+        that keep counting read it (positions position_offset .. position_offset + T - 1)."""
         require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
         require_ids("input_ids", input_ids, self.config.vocab_size)
+        require_int("position_offset", position_offset, minimum=0)
         B, T = input_ids.shape
         if memory is None:
             memory = self.empty_memory(B, input_ids.device)
@@ -248,9 +254,11 @@ class TransformerXL(nn.Module):
         if self.config.positions == "relative":
             pos_emb = relative_sinusoid(M + T, d, input_ids.device)           # (M+T, d)
         else:
-            # every segment restarts at 0: memory slot p and segment slot p look the same
+            # "absolute" restarts at 0 in every segment: memory slot p and segment slot p look the same;
+            # "absolute, counting" goes on from the previous segment: positions the training may never reach
+            first = position_offset if self.config.positions == "absolute, counting" else 0
             pos_emb = None
-            h = h + relative_sinusoid(T, d, input_ids.device).flip(0)         # rows 0..T-1
+            h = h + relative_sinusoid(first + T, d, input_ids.device).flip(0)[first:]   # rows first..first+T-1
         new_memory = []
         for layer, mem in zip(self.layers, memory):
             new_memory.append(update_memory(mem, h, self.config.mem_len))

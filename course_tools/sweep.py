@@ -25,6 +25,7 @@ from __future__ import annotations
 import configparser
 import hashlib
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -184,10 +185,18 @@ def claim_spread(claims_table: pd.DataFrame) -> pd.DataFrame:
     the worst run was; infinite when the value never moved)."""
     rows = []
     for (lesson, statement), group in claims_table.groupby(["lesson", "statement"], sort=False):
+        why = group["why"].dropna() if "why" in group.columns else pd.Series([], dtype=str)
+        kind = _kind(group)
+        if kind == "reported":   # shown, not claimed: its range only, no threshold to be far from
+            rows.append({"lesson": lesson, "statement": statement, "kind": kind, "runs": len(group),
+                         "held": len(group), "min": group["value"].min(), "max": group["value"].max(),
+                         "op": "", "threshold": math.nan, "worst margin": math.nan,
+                         "relative margin": math.nan, "seed ranges": math.nan, "worst run": "",
+                         "why": str(why.iloc[-1]) if len(why) else ""})
+            continue
         worst = group.loc[group["margin"].idxmin()]
         spread = group["value"].max() - group["value"].min()
-        why = group["why"].dropna() if "why" in group.columns else pd.Series([], dtype=str)
-        rows.append({"lesson": lesson, "statement": statement, "kind": _kind(group),
+        rows.append({"lesson": lesson, "statement": statement, "kind": kind,
                      "runs": len(group), "held": int(group["held"].astype(bool).sum()),
                      "min": group["value"].min(), "max": group["value"].max(), "op": worst["op"],
                      "threshold": worst["threshold"], "worst margin": worst["margin"],
@@ -216,8 +225,10 @@ def load_claims_csv(path: Path = CLAIMS_CSV) -> pd.DataFrame:
     """The committed per-claim summary (see `write_claims_csv`), lessons as two-digit strings."""
     table = pd.read_csv(path, dtype={"lesson": str, "why": str}, keep_default_na=False)
     table["lesson"] = table["lesson"].str.zfill(2)
-    for column in ("min", "max", "threshold", "worst margin", "relative margin", "seed ranges"):
+    for column in ("min", "max"):
         table[column] = pd.to_numeric(table[column])
+    for column in ("threshold", "worst margin", "relative margin", "seed ranges"):   # empty when reported
+        table[column] = pd.to_numeric(table[column].replace("", math.nan))
     return table
 
 
@@ -249,7 +260,8 @@ def robustness_table(runs_table: pd.DataFrame, claims_table: pd.DataFrame) -> pd
                "evidence": int(kinds.get("evidence", 0)),
                "identities": int(kinds.get("identity", 0)),
                "fixed input": int(kinds.get("deterministic", 0)),
-               "equalities": int(kinds.get("equality", 0))}
+               "equalities": int(kinds.get("equality", 0)),
+               "reported": int(kinds.get("reported", 0))}
         effects = mine[mine["kind"] == "evidence"] if len(mine) else mine
         if len(effects):
             thinnest = effects.loc[effects["seed ranges"].idxmin()]

@@ -203,6 +203,28 @@ def test_identity_needs_a_reason_and_is_shown_as_by_construction():
     assert "[by construction] layers removed" in text and "set by the configuration" in text
 
 
+def test_a_reported_number_asserts_nothing_keeps_its_range_and_is_never_ranked(tmp_path, monkeypatch):
+    from course_lib.evidence import claims_summary, report
+    from course_tools.sweep import claim_spread, thin_claims, undeclared_constants
+    with pytest.raises(ValueError, match="why: a reported number needs a one-line reason"):
+        report("gap", 0.2, why=" ")
+    monkeypatch.setenv("COURSE_CLAIMS_FILE", str(tmp_path / "claims.jsonl"))
+    assert report("distilled minus hard labels", -0.5, why="moves with the data draw") == -0.5  # no assert
+    entry = json.loads((tmp_path / "claims.jsonl").read_text().splitlines()[-1])
+    assert entry["kind"] == "reported" and entry["held"] and math.isnan(entry["threshold"])
+    text = repr(claims_summary([entry]))
+    assert "[reported, not claimed] distilled minus hard labels: measured -0.5 — moves with the data draw" in text
+    # over three runs: its range is kept; no threshold, so it is neither thin nor an undeclared constant
+    rows = [{**entry, "lesson": "24", "run": f"seed {s}", "value": v} for s, v in enumerate([0.18, 0.27, 0.2])]
+    rows += [{**entry, "lesson": "24", "run": f"seed {s}", "statement": "flat", "value": 1.0} for s in range(3)]
+    spread = claim_spread(pd.DataFrame(rows)).set_index("statement")
+    assert spread.loc["distilled minus hard labels", ["min", "max"]].tolist() == [0.18, 0.27]
+    assert math.isnan(spread.loc["distilled minus hard labels", "seed ranges"])
+    assert thin_claims(spread.reset_index()).empty and undeclared_constants(spread.reset_index()).empty
+    summary = claims_summary([{**entry, "kind": "evidence", "op": ">", "threshold": 0.0, "held": True}, entry])
+    assert repr(summary).startswith("1 of 1 claim held, 1 reported:")
+
+
 # --- rules every lesson follows -------------------------------------------------------------
 
 def _code_cells(lesson):

@@ -145,3 +145,27 @@ def test_keys_and_values_are_projected_once_per_layer():
     h, memory = torch.randn(2, 5, 16), torch.randn(2, 3, 16)
     attn(h, memory, relative_sinusoid(8, 16))
     assert len(calls) == 1
+
+
+def test_counting_positions_start_where_the_offset_says():
+    torch.manual_seed(0)
+    restart = TransformerXL(TransformerXLConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, mem_len=0,
+                                                positions="absolute"))
+    counting = TransformerXL(TransformerXLConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, mem_len=0,
+                                                 positions="absolute, counting"))
+    counting.load_state_dict(restart.state_dict())
+    ids = torch.randint(0, 20, (2, 6))
+    # offset 0: the same rows 0..5 as a segment that restarts
+    torch.testing.assert_close(counting(ids, position_offset=0)[0], restart(ids)[0])
+    # a later offset reads other rows; the restarting model ignores the offset
+    assert not torch.allclose(counting(ids, position_offset=6)[0], restart(ids)[0])
+    torch.testing.assert_close(restart(ids, position_offset=6)[0], restart(ids)[0])
+    # the rows are the stream's: what enters the first layer for a 6-token segment at offset 6 is what
+    # the second half of one 12-token segment gets (rows 6..11)
+    seen = []
+    counting.layers[0].register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    counting(torch.cat([torch.randint(0, 20, (2, 6)), ids], dim=1))
+    counting(ids, position_offset=6)
+    torch.testing.assert_close(seen[1], seen[0][:, 6:])
+    with pytest.raises(ValueError, match="position_offset: expected an int >= 0, got -1"):
+        counting(ids, position_offset=-1)
