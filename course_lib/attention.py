@@ -18,8 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import (require_bool_mask, require_divisible, require_rank, require_size,
-                         shape_str)
+from .validation import (require_bool_mask, require_divisible, require_floating, require_input_dtype,
+                         require_positive_int, require_probability, require_rank, require_same_dtype,
+                         require_size, shape_str)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, scale=None, dropout_p=0.0):
@@ -37,6 +38,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, dropout_p=0.0):
         raise ValueError(f"k: last dim must equal q's d_k={q.shape[-1]}, got shape {shape_str(k)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"v: must have T_k={k.shape[-2]} rows like k, got shape {shape_str(v)}")
+    require_floating("q", q)
+    require_same_dtype("k", k, "q", q)
+    require_same_dtype("v", v, "q", q)
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else scale
 
@@ -57,6 +61,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, dropout_p=0.0):
 def split_heads(x, n_heads: int):
     """(B, T, d_model) -> (B, n_heads, T, head_dim)."""
     require_rank("x", x, rank=3, layout="(B, T, d_model)")
+    require_positive_int("n_heads", n_heads)
     B, T, d_model = x.shape
     require_divisible("d_model", d_model, "n_heads", n_heads)
     return x.view(B, T, n_heads, d_model // n_heads).transpose(1, 2)
@@ -85,7 +90,10 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
+        require_positive_int("d_model", d_model)
+        require_positive_int("n_heads", n_heads)
         require_divisible("d_model", d_model, "n_heads", n_heads)
+        require_probability("dropout", dropout)
         self.d_model, self.n_heads = d_model, n_heads
         self.head_dim = d_model // n_heads
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -95,9 +103,11 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout  # on the attention weights, as in BERT and nn.MultiheadAttention
 
     def forward(self, query, key, value, mask=None, need_weights: bool = True):
-        for name, x in (("query", query), ("key", key), ("value", value)):
+        for name, x, proj in (("query", query, self.q_proj), ("key", key, self.k_proj),
+                              ("value", value, self.v_proj)):
             require_rank(name, x, rank=3, layout="(B, T, d_model)")
             require_size(name, x, -1, self.d_model, "d_model")
+            require_input_dtype(name, x, proj)
         if key.shape[:2] != value.shape[:2]:
             raise ValueError(f"value: expected (B, T_k) = {tuple(key.shape[:2])} like key, "
                              f"got shape {shape_str(value)}")

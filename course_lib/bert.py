@@ -28,7 +28,9 @@ from torch import nn
 from .layernorm import LayerNorm
 from .masking import IGNORE_INDEX
 from .transformer import EncoderLayer, padding_mask
-from .validation import require_divisible, require_rank, shape_str
+from .validation import (require_divisible, require_finite, require_id, require_ids, require_int,
+                         require_labels, require_positive, require_positive_int, require_probability,
+                         require_rank, require_tensor, shape_str)
 
 # Hugging Face activation names -> the course's (`course_lib.activations.get_activation` names).
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
@@ -53,6 +55,16 @@ class BertConfig:
     pad_token_id: int = 0
 
     def __post_init__(self):
+        for name in ("vocab_size", "hidden_size", "num_attention_heads", "intermediate_size",
+                     "max_position_embeddings", "type_vocab_size"):
+            require_positive_int(name, getattr(self, name))
+        require_int("num_hidden_layers", self.num_hidden_layers, minimum=0)
+        require_probability("hidden_dropout_prob", self.hidden_dropout_prob)
+        require_probability("attention_probs_dropout_prob", self.attention_probs_dropout_prob)
+        require_finite("initializer_range", self.initializer_range, minimum=0.0)
+        require_positive("layer_norm_eps", self.layer_norm_eps)
+        if self.pad_token_id is not None:
+            require_id("pad_token_id", self.pad_token_id, self.vocab_size)
         require_divisible("hidden_size", self.hidden_size,
                           "num_attention_heads", self.num_attention_heads)
         if self.hidden_act not in _HF_ACTIVATIONS:
@@ -75,15 +87,6 @@ class BertConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def _require_ids(name: str, ids, upper: int, what: str) -> None:
-    """ids must be integers in [0, upper)."""
-    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
-        raise ValueError(f"{name}: expected integer ids, got dtype {ids.dtype}")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= upper):
-        raise ValueError(f"{name}: ids must be in [0, {what}={upper}), got values in "
-                         f"[{int(ids.min())}, {int(ids.max())}]")
 
 
 class BertEmbeddings(nn.Module):
@@ -113,13 +116,14 @@ class BertEmbeddings(nn.Module):
             raise ValueError(f"input_ids: sequence length {T} exceeds max_position_embeddings="
                              f"{c.max_position_embeddings} (the position table has no row "
                              f"{c.max_position_embeddings}); truncate or use a sliding window")
-        _require_ids("input_ids", input_ids, c.vocab_size, "vocab_size")
+        require_ids("input_ids", input_ids, c.vocab_size, what="vocab_size")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
+        require_rank("token_type_ids", token_type_ids, rank=2, layout="(B, T)")
         if token_type_ids.shape != input_ids.shape:
             raise ValueError(f"token_type_ids: expected shape {shape_str(input_ids)} like "
                              f"input_ids, got {shape_str(token_type_ids)}")
-        _require_ids("token_type_ids", token_type_ids, c.type_vocab_size, "type_vocab_size")
+        require_ids("token_type_ids", token_type_ids, c.type_vocab_size, what="type_vocab_size")
         positions = torch.arange(T, device=input_ids.device)             # (T,)
         x = (self.word_embeddings(input_ids)                              # (B, T, H)
              + self.position_embeddings(positions)                        # (T, H), broadcast
@@ -193,8 +197,10 @@ class BertModel(nn.Module):
         Padded positions still get vectors (they attend to the real tokens), which callers
         ignore; no real token attends to a padded one.
         """
+        require_rank("input_ids", input_ids, rank=2, layout="(B, T)")  # a list from encode() too
         mask = None
         if attention_mask is not None:
+            require_tensor("attention_mask", attention_mask)
             if attention_mask.shape != input_ids.shape:
                 raise ValueError(f"attention_mask: expected shape {shape_str(input_ids)} (B, T) "
                                  f"like input_ids, got {shape_str(attention_mask)}")
@@ -365,14 +371,17 @@ class BertForPreTraining(nn.Module):
         seq_relationship_logits = self.nsp_head(pooled)                  # (B, 2)
         mlm_loss = nsp_loss = None
         if labels is not None:
+            require_rank("labels", labels, rank=2, layout="(B, T)")
             if labels.shape != input_ids.shape:
                 raise ValueError(f"labels: expected shape {shape_str(input_ids)} like input_ids, "
                                  f"got {shape_str(labels)}")
             mlm_loss = mlm_cross_entropy(prediction_logits, labels)
         if next_sentence_label is not None:
+            require_rank("next_sentence_label", next_sentence_label, rank=1, layout="(B,)")
             if next_sentence_label.shape != (input_ids.shape[0],):
                 raise ValueError(f"next_sentence_label: expected shape ({input_ids.shape[0]},) "
                                  f"(B,), got {shape_str(next_sentence_label)}")
+            require_labels("next_sentence_label", next_sentence_label, 2)
             nsp_loss = F.cross_entropy(seq_relationship_logits, next_sentence_label)
         parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
         loss = sum(parts) if parts else None
@@ -406,7 +415,14 @@ def mlm_cross_entropy(prediction_logits, labels):
     A batch in which no position was selected has no MLM term: the loss is 0 (with a graft
     to the graph so backward() still works), not F.cross_entropy's 0/0 = NaN.
     """
+    require_rank("prediction_logits", prediction_logits, min_rank=2, layout="(..., V)")
     V = prediction_logits.shape[-1]
+    require_tensor("labels", labels)
+    if labels.shape != prediction_logits.shape[:-1]:
+        raise ValueError(f"labels: expected shape {tuple(prediction_logits.shape[:-1])} like "
+                         f"prediction_logits without V, got {shape_str(labels)}")
+    # -1 or V would stop cross_entropy with "Target -1 is out of bounds"
+    require_labels("labels", labels, V, what="vocab_size")
     selected = labels != IGNORE_INDEX
     if not selected.any():
         return prediction_logits.sum() * 0.0

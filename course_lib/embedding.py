@@ -13,18 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import require_tensor
-
-
-def require_token_ids(name: str, ids, vocab_size: int) -> torch.Tensor:
-    """Integer ids in [0, vocab_size), else a ValueError naming the argument."""
-    require_tensor(name, ids)
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise ValueError(f"{name}: expected integer token ids, got {ids.dtype}")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"{name}: ids must lie in [0, {vocab_size - 1}] (vocab_size={vocab_size}), "
-                         f"got min {int(ids.min())}, max {int(ids.max())}")
-    return ids
+from .validation import require_id, require_ids, require_positive_int
 
 
 class ScaledEmbedding(nn.Module):
@@ -37,6 +26,10 @@ class ScaledEmbedding(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, scale: bool = True, padding_idx: int | None = None):
         super().__init__()
+        require_positive_int("vocab_size", vocab_size)
+        require_positive_int("d_model", d_model)
+        if padding_idx is not None:
+            require_id("padding_idx", padding_idx, vocab_size)
         self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
         self.padding_idx = padding_idx
         self.weight = nn.Parameter(torch.randn(vocab_size, d_model) * d_model ** -0.5)
@@ -45,7 +38,7 @@ class ScaledEmbedding(nn.Module):
                 self.weight[padding_idx].zero_()
 
     def forward(self, input_ids):
-        require_token_ids("input_ids", input_ids, self.vocab_size)
+        require_ids("input_ids", input_ids, self.vocab_size)
         x = F.embedding(input_ids, self.weight, padding_idx=self.padding_idx)  # (..., d_model)
         return x * math.sqrt(self.d_model) if self.scale else x
 

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from . import cache
-from .validation import require_rank, require_tensor
+from .validation import require_finite_values, require_rank, require_tensor
 
 INT8_MAX = 127   # symmetric: -127..127; -128 is left unused so that q and -q both exist
 
@@ -46,9 +46,9 @@ INT8_MAX = 127   # symmetric: -127..127; -128 is left unused so that q and -q bo
 def _require_weight(weight) -> torch.Tensor:
     weight = require_tensor("weight", weight)
     require_rank("weight", weight, rank=2, layout="(out_features, in_features)")
-    if not weight.dtype.is_floating_point:
-        raise ValueError(f"weight: expected a floating-point tensor, got dtype {weight.dtype}")
-    return weight
+    # a NaN would pass through the scale and come back as int8 garbage, an inf makes every
+    # other weight of its row round to 0
+    return require_finite_values("weight", weight)
 
 
 def _scale_from(max_abs: torch.Tensor) -> torch.Tensor:

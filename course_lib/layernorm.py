@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .validation import require_rank, shape_str
+from .validation import require_floating, require_positive, require_positive_int, require_rank, shape_str
 
 
 class LayerNorm(nn.Module):
@@ -24,7 +24,10 @@ class LayerNorm(nn.Module):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(s) for s in normalized_shape)
+        self.normalized_shape = tuple(require_positive_int("normalized_shape", s) for s in normalized_shape)
+        # eps <= 0 divides by zero on a constant vector, and a negative one takes the square root
+        # of a negative number: NaN
+        require_positive("eps", eps)
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(self.normalized_shape))  # the gain, starts at 1
         self.bias = nn.Parameter(torch.zeros(self.normalized_shape))
@@ -35,6 +38,7 @@ class LayerNorm(nn.Module):
         if tuple(x.shape[-n:]) != self.normalized_shape:
             raise ValueError(f"x: trailing dims must be {self.normalized_shape} (normalized_shape), "
                              f"got shape {shape_str(x)}")
+        require_floating("x", x)
         dims = tuple(range(-n, 0))
         mean = x.mean(dim=dims, keepdim=True)                              # (..., 1)
         var = (x - mean).pow(2).mean(dim=dims, keepdim=True)               # biased, (..., 1)

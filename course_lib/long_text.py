@@ -23,15 +23,9 @@ import numbers
 
 import torch
 
-from .validation import require_rank
+from .validation import require_int, require_rank
 
 STRATEGIES = ("head", "tail", "head+tail")
-
-
-def _require_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name}: expected an int >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _require_ids(name: str, ids) -> list[int]:
@@ -48,9 +42,19 @@ def _require_ids(name: str, ids) -> list[int]:
     return [int(t) for t in out]
 
 
+def _require_no_specials(ids: list[int], cls_id: int, sep_id: int) -> None:
+    """The document's own tokens: [CLS] and [SEP] are added here, once per window; ids that
+    already carry them (a tokenizer's encode output) would give [CLS, CLS, ...]."""
+    for special, name in ((cls_id, "cls_id"), (sep_id, "sep_id")):
+        if special in ids:
+            raise ValueError(f"ids: expected the document's tokens without [CLS]/[SEP] "
+                             f"(they are added to every window), got {name}={special} at index "
+                             f"{ids.index(special)}")
+
+
 def content_length(max_length: int) -> int:
     """C = max_length - 2: the document tokens that fit beside [CLS] and [SEP]."""
-    return _require_int("max_length", max_length, 3) - 2
+    return require_int("max_length", max_length, minimum=3) - 2
 
 
 def truncate(ids, max_length: int, strategy: str, cls_id: int, sep_id: int,
@@ -63,12 +67,13 @@ def truncate(ids, max_length: int, strategy: str, cls_id: int, sep_id: int,
     """
     ids = _require_ids("ids", ids)
     C = content_length(max_length)
-    cls_id, sep_id = _require_int("cls_id", cls_id, 0), _require_int("sep_id", sep_id, 0)
+    cls_id, sep_id = require_int("cls_id", cls_id, minimum=0), require_int("sep_id", sep_id, minimum=0)
+    _require_no_specials(ids, cls_id, sep_id)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     if head_tokens is None:
         head_tokens = round(C * 128 / 510)
-    head_tokens = _require_int("head_tokens", head_tokens, 0)
+    head_tokens = require_int("head_tokens", head_tokens, minimum=0)
     if head_tokens > C:
         raise ValueError(f"head_tokens: expected at most max_length - 2 = {C}, got {head_tokens}")
     if len(ids) <= C:
@@ -91,11 +96,12 @@ def sliding_windows(ids, max_length: int, stride: int, cls_id: int, sep_id: int)
     """
     ids = _require_ids("ids", ids)
     C = content_length(max_length)
-    stride = _require_int("stride", stride, 0)
+    stride = require_int("stride", stride, minimum=0)
     if stride >= C:
         raise ValueError(f"stride: expected < max_length - 2 = {C} (the tokens neighbouring "
                          f"windows share; the step is max_length - 2 - stride), got {stride}")
-    cls_id, sep_id = _require_int("cls_id", cls_id, 0), _require_int("sep_id", sep_id, 0)
+    cls_id, sep_id = require_int("cls_id", cls_id, minimum=0), require_int("sep_id", sep_id, minimum=0)
+    _require_no_specials(ids, cls_id, sep_id)
     step = C - stride
     windows, start = [], 0
     while True:
@@ -107,9 +113,9 @@ def sliding_windows(ids, max_length: int, stride: int, cls_id: int, sep_id: int)
 
 def window_count(n_tokens: int, max_length: int, stride: int) -> int:
     """How many windows `sliding_windows` makes of n_tokens: 1 + ceil(max(0, n - C) / (C - S))."""
-    n_tokens = _require_int("n_tokens", n_tokens, 0)
+    n_tokens = require_int("n_tokens", n_tokens, minimum=0)
     C = content_length(max_length)
-    stride = _require_int("stride", stride, 0)
+    stride = require_int("stride", stride, minimum=0)
     if stride >= C:
         raise ValueError(f"stride: expected < max_length - 2 = {C}, got {stride}")
     return 1 + math.ceil(max(0, n_tokens - C) / (C - stride))
@@ -133,7 +139,7 @@ def pool_windows(logits, how: str = "mean") -> torch.Tensor:
 
 def pad_windows(windows, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask) of shape (n_windows, longest) from lists of ids, right-padded."""
-    pad_id = _require_int("pad_id", pad_id, 0)
+    pad_id = require_int("pad_id", pad_id, minimum=0)
     if not windows:
         raise ValueError("windows: expected at least one window, got none")
     longest = max(len(w) for w in windows)

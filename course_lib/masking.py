@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .validation import require_tensor, shape_str
+from .validation import require_id, require_ids, require_positive_int, require_probability, require_tensor, shape_str
 
 IGNORE_INDEX = -100  # F.cross_entropy's default ignore_index
 
@@ -71,22 +71,19 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     generator: a torch.Generator for reproducible masks (random numbers are drawn on the
         generator's device and moved to `input_ids.device`).
     """
-    require_tensor("input_ids", input_ids)
+    require_positive_int("vocab_size", vocab_size)
+    # ids >= vocab_size would come back as labels that no output row can predict
+    require_ids("input_ids", input_ids, vocab_size)
     require_tensor("special_tokens_mask", special_tokens_mask)
-    if input_ids.dtype.is_floating_point or input_ids.dtype == torch.bool:
-        raise ValueError(f"input_ids: expected integer token ids, got dtype {input_ids.dtype}")
     if special_tokens_mask.shape != input_ids.shape:
         raise ValueError(f"special_tokens_mask: expected shape {shape_str(input_ids)} like "
                          f"input_ids, got {shape_str(special_tokens_mask)}")
-    if not 0.0 <= ratio <= 1.0:
-        raise ValueError(f"ratio: expected a probability in [0, 1], got {ratio}")
+    require_probability("ratio", ratio)
     p_mask, p_random, p_keep = (float(p) for p in mask_prob_split)
     if min(p_mask, p_random, p_keep) < 0 or abs(p_mask + p_random + p_keep - 1.0) > 1e-6:
         raise ValueError(f"mask_prob_split: expected three non-negative shares summing to 1 "
                          f"(mask, random, keep), got {tuple(mask_prob_split)}")
-    if not 0 <= mask_token_id < vocab_size:
-        raise ValueError(f"mask_token_id={mask_token_id} is outside the vocabulary "
-                         f"[0, vocab_size={vocab_size})")
+    require_id("mask_token_id", mask_token_id, vocab_size)
     special = special_tokens_mask.to(device=input_ids.device, dtype=torch.bool)
 
     device = generator.device if generator is not None else torch.device("cpu")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from .validation import require_rank, shape_str
+from .validation import require_floating, require_rank, shape_str
 
 
 def _check(hidden_states, attention_mask) -> torch.Tensor:
@@ -29,8 +29,7 @@ def _check(hidden_states, attention_mask) -> torch.Tensor:
     if tuple(attention_mask.shape) != tuple(hidden_states.shape[:2]):
         raise ValueError(f"attention_mask: expected shape {tuple(hidden_states.shape[:2])} (B, T) "
                          f"like hidden_states' first two dims, got {shape_str(attention_mask)}")
-    if not torch.is_floating_point(hidden_states):
-        raise ValueError(f"hidden_states: expected a floating-point tensor, got {hidden_states.dtype}")
+    require_floating("hidden_states", hidden_states)
     if attention_mask.dtype != torch.bool and not ((attention_mask == 0) | (attention_mask == 1)).all():
         raise ValueError("attention_mask: expected 1 (token) and 0 (padding) only, got other values")
     return attention_mask.to(hidden_states.dtype).unsqueeze(-1)        # (B, T, 1)
@@ -49,7 +48,9 @@ def mean_pooling(hidden_states: torch.Tensor, attention_mask: torch.Tensor) -> t
     """(B, T, H), (B, T) -> (B, H): the mean of the vectors where attention_mask is 1.
     An all-padding row gives zeros."""
     mask = _check(hidden_states, attention_mask)                      # (B, T, 1)
-    total = (hidden_states * mask).sum(dim=1)                          # (B, H)
+    # torch.where, not hidden_states * mask: NaN * 0 is NaN, so a NaN (or inf) at a padded
+    # position would leak into the sentence's mean. max_pooling masks the same way.
+    total = torch.where(mask.bool(), hidden_states, 0.0).sum(dim=1)    # (B, H)
     count = mask.sum(dim=1).clamp(min=1.0)                             # (B, 1); 0 tokens -> sum 0
     return total / count
 

@@ -231,8 +231,15 @@ QUIZ_STYLE = (".course-quiz{border:1px solid #d0d7de;border-radius:6px;padding:.
 
 
 def short_answers(notebook: Path) -> dict:
-    """{"en": ..., "zh": ...}: the lesson's short answers, the model answer of its explain items."""
-    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    """{"en": ..., "zh": ...}: the lesson's short answers, the model answer of its explain items.
+    Read from the notebook's JSON: course_lib does not depend on nbformat's reader."""
+    return short_answers_in(json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"])
+
+
+def short_answers_in(cells) -> dict:
+    """The short answers of a notebook's cells (the JSON's dicts or nbformat's cells): the text
+    under each heading of SHORT_ANSWER_HEADINGS, the heading removed. The one reader of these
+    cells: the cheat sheet, `course interview` and the number check use it too."""
     found = {}
     for cell in cells:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from torch.optim.lr_scheduler import LambdaLR
 
+from .validation import require_finite, require_int, require_positive, require_positive_int
+
 
 def _require_nonnegative_int(name, value):
-    if not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name}: expected an int >= 0, got {value!r}")
+    require_int(name, value, minimum=0)
 
 
 def linear_warmup_decay(step: int, warmup_steps: int, total_steps: int, peak_lr: float = 1.0) -> float:
@@ -22,6 +23,7 @@ def linear_warmup_decay(step: int, warmup_steps: int, total_steps: int, peak_lr:
     same formula as Hugging Face's `get_linear_schedule_with_warmup`."""
     _require_nonnegative_int("step", step)
     _require_nonnegative_int("warmup_steps", warmup_steps)
+    require_finite("peak_lr", peak_lr, minimum=0.0)
     if not isinstance(total_steps, int) or total_steps < max(warmup_steps, 1):
         raise ValueError(f"total_steps: expected an int >= warmup_steps={warmup_steps} and >= 1, "
                          f"got {total_steps!r}")
@@ -41,6 +43,8 @@ def noam(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> flo
         raise ValueError(f"step: Noam's schedule counts from 1, got {step!r}")
     if not isinstance(warmup_steps, int) or warmup_steps < 1:
         raise ValueError(f"warmup_steps: expected an int >= 1, got {warmup_steps!r}")
+    require_positive_int("d_model", d_model)   # d_model ** -0.5 of a negative one is complex
+    require_positive("factor", factor)
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
 
 

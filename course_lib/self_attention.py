@@ -10,7 +10,8 @@ from __future__ import annotations
 from torch import nn
 
 from .attention import scaled_dot_product_attention
-from .validation import require_bool_mask, require_rank, require_size
+from .validation import (require_bool_mask, require_input_dtype, require_positive_int, require_rank,
+                         require_size)
 
 
 class SelfAttention(nn.Module):
@@ -22,9 +23,7 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model: int, bias: bool = True):
         super().__init__()
-        if not isinstance(d_model, int) or d_model < 1:
-            raise ValueError(f"d_model: expected a positive int, got {d_model!r}")
-        self.d_model = d_model
+        self.d_model = require_positive_int("d_model", d_model)
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -36,6 +35,7 @@ class SelfAttention(nn.Module):
         """
         require_rank("x", x, rank=3, layout="(B, T, d_model)")
         require_size("x", x, -1, self.d_model, "d_model")
+        require_input_dtype("x", x, self.q_proj)
         if mask is not None:
             B, T, _ = x.shape
             require_bool_mask("mask", mask, (B, T, T), "(B, T_q, T_k)")

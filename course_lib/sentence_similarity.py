@@ -333,7 +333,16 @@ def roc_auc(scores, positive) -> float:
     import numpy as np
 
     scores = np.asarray(scores, dtype=float).ravel()
-    positive = np.asarray(positive, dtype=bool).ravel()
+    if not np.isfinite(scores).all():
+        raise ValueError(f"scores: expected finite numbers, got {int((~np.isfinite(scores)).sum())} "
+                         f"NaN or inf")
+    positive = np.asarray(positive).ravel()
+    if positive.dtype != bool:
+        # a class label 2 cast to bool would count as positive: only 0/1 flags are read as such
+        values = set(np.unique(positive).tolist())
+        if not values <= {0, 1}:
+            raise ValueError(f"positive: expected bool or 0/1 flags, got values {sorted(values)[:6]}")
+        positive = positive.astype(bool)
     if scores.shape != positive.shape:
         raise ValueError(f"positive: expected {scores.size} flags like scores, got {positive.size}")
     n_pos, n_neg = int(positive.sum()), int((~positive).sum())

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 
+from .validation import refuse_one_text, require_int, require_str, require_texts
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PREFIX = "##"
 MAX_INPUT_CHARS_PER_WORD = 100
@@ -151,6 +153,11 @@ def wordpiece(word: str, vocab: Mapping[str, int] | set[str], unk_token: str = "
     word is longer than `max_input_chars_per_word`, the whole word becomes [unk_token]:
     BERT never emits a partial segmentation.
     """
+    require_str("word", word)
+    if isinstance(vocab, (str, PathLike)):
+        # `piece in "path/vocab.txt"` would test substrings of the path
+        raise ValueError(f"vocab: expected a dict token -> id or a set of tokens, got a path "
+                         f"{str(vocab)!r:.60}: read it with load_vocab(path)")
     if len(word) > max_input_chars_per_word:
         return [unk_token]
     pieces, start = [], 0
@@ -166,6 +173,12 @@ def wordpiece(word: str, vocab: Mapping[str, int] | set[str], unk_token: str = "
         pieces.append(piece)
         start = end
     return pieces
+
+
+def _require_in_vocab(name: str, token: str, vocab: Mapping[str, int]) -> None:
+    if token not in vocab:
+        raise ValueError(f"{name}: expected a token of the vocabulary ({len(vocab)} tokens), got "
+                         f"{token!r} (pass {name}=... naming the vocabulary's own)")
 
 
 def load_vocab(vocab: str | PathLike | Mapping[str, int] | Sequence[str]) -> dict[str, int]:
@@ -199,8 +212,7 @@ class WordPieceTokenizer:
         self.unk_token, self.cls_token, self.sep_token = unk_token, cls_token, sep_token
         self.pad_token, self.mask_token = pad_token, mask_token
         for name in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token"):
-            if getattr(self, name) not in self.vocab:
-                raise ValueError(f"{name}={getattr(self, name)!r} is not in the vocabulary")
+            _require_in_vocab(name, getattr(self, name), self.vocab)
         self.max_position_embeddings = max_position_embeddings
         self.max_input_chars_per_word = max_input_chars_per_word
         self._pieces_cache: dict[str, list[str]] = {}  # word -> pieces; words repeat a lot
@@ -246,11 +258,18 @@ class WordPieceTokenizer:
 
     def convert_ids_to_tokens(self, ids: int | Iterable[int]):
         if isinstance(ids, int):
-            return self.ids_to_tokens[ids]
-        return [self.ids_to_tokens[int(i)] for i in ids]
+            return self._token(ids)
+        return [self._token(int(i)) for i in ids]
+
+    def _token(self, id_: int) -> str:
+        token = self.ids_to_tokens.get(id_)
+        if token is None:
+            raise ValueError(f"ids: expected ids of the vocabulary ({len(self.vocab)} tokens), got {id_}")
+        return token
 
     # -- text -> tokens -----------------------------------------------------------------------
     def tokenize(self, text: str) -> list[str]:
+        require_str("text", text)
         tokens = []
         for part in self._special_re.split(text):
             if part in self.special_tokens:
@@ -277,6 +296,13 @@ class WordPieceTokenizer:
         otherwise both are cut to m // 2, the longer one (the second on a tie) getting the odd
         token. `padding=N` pads with [PAD] up to N ids.
         """
+        require_str("text", text)
+        if text_pair is not None:
+            require_str("text_pair", text_pair)
+        if max_length is not None:
+            require_int("max_length", max_length)
+        if padding is not None:
+            require_int("padding", padding)
         a = self.convert_tokens_to_ids(self.tokenize(text))
         # text_pair="" is an empty second segment ([CLS] A [SEP] [SEP]); Hugging Face treats
         # an empty string like None. Only None means "no pair" here.
@@ -317,8 +343,10 @@ class WordPieceTokenizer:
 
         if isinstance(texts, str):
             texts = [texts]
-            text_pairs = None if text_pairs is None else [text_pairs]
-        pairs = [None] * len(texts) if text_pairs is None else list(text_pairs)
+            text_pairs = None if text_pairs is None else [require_str("text_pairs", text_pairs)]
+        texts = require_texts("texts", texts)
+        # a list of texts pairs with a list: one str would pair each text with one character
+        pairs = [None] * len(texts) if text_pairs is None else require_texts("text_pairs", text_pairs)
         if len(pairs) != len(texts):
             raise ValueError(f"text_pairs: expected {len(texts)} texts like texts, "
                              f"got {len(pairs)}")
@@ -348,6 +376,10 @@ class WordPieceTokenizer:
         """
         if hasattr(ids, "tolist"):
             ids = ids.tolist()
+        if isinstance(ids, (int, str)):
+            # convert_ids_to_tokens(7592) is one token; decode reads a sequence of ids
+            raise ValueError(f"ids: expected a list of token ids, got {type(ids).__name__} {ids!r:.30} "
+                             f"(wrap one id: [{ids!r:.30}])")
         tokens = self.convert_ids_to_tokens(ids)
         if skip_special_tokens:
             specials = set(self.special_tokens)
@@ -388,8 +420,10 @@ def truncate_longest_first(a: list, b: list | None, budget: int) -> tuple[list, 
 
 def word_counts(texts: Iterable[str], lowercase: bool = True) -> Counter:
     """How often each pre-tokenized word occurs: the trainers only ever look at these."""
+    refuse_one_text("texts", texts)
     counts = Counter()
-    for text in texts:
+    for i, text in enumerate(texts):
+        require_str(f"texts[{i}]", text)
         counts.update(basic_tokenize(text, lowercase=lowercase))
     return counts
 
@@ -570,6 +604,7 @@ class BPETokenizer:
     def __init__(self, vocab, merges, prefix: str = PREFIX, lowercase: bool = True,
                  unk_token: str = "[UNK]"):
         self.vocab = load_vocab(vocab)
+        _require_in_vocab("unk_token", unk_token, self.vocab)
         self.merges = [tuple(m) for m in merges]
         self.ranks = {pair: r for r, pair in enumerate(self.merges)}
         self.prefix, self.lowercase, self.unk_token = prefix, lowercase, unk_token

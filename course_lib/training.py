@@ -16,6 +16,7 @@ import torch
 from tqdm.std import tqdm  # text bars: readable in stored notebooks, no widget dependency
 
 from .device import seed_everything
+from .validation import require_positive, require_positive_int, require_tensor
 
 
 def train(model, batches_fn, loss_fn, steps: int, optimizer, scheduler=None, clip: float | None = None,
@@ -31,10 +32,11 @@ def train(model, batches_fn, loss_fn, steps: int, optimizer, scheduler=None, cli
     The bar refreshes at most every TQDM_MININTERVAL seconds (default 10) so stored notebook
     outputs stay small.
     """
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps: expected a positive int, got {steps!r}")
-    if not isinstance(log_every, int) or log_every < 1:
-        raise ValueError(f"log_every: expected a positive int, got {log_every!r}")
+    require_positive_int("steps", steps)
+    require_positive_int("log_every", log_every)
+    if clip is not None:
+        # clip=0 scales every gradient to zero (nothing learns); a negative clip flips them
+        require_positive("clip", clip)
     if seed is not None:
         seed_everything(seed)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -80,7 +82,13 @@ def sequence_accuracy(logits_or_ids, targets, ignore_index: int = -100) -> float
 
 
 def _ids(logits_or_ids, targets):
-    if logits_or_ids.shape == targets.shape and not logits_or_ids.is_floating_point():
+    require_tensor("logits_or_ids", logits_or_ids)
+    require_tensor("targets", targets)
+    if logits_or_ids.shape == targets.shape:
+        if logits_or_ids.is_floating_point():
+            raise ValueError(f"logits_or_ids: predicted ids shaped like targets {tuple(targets.shape)} "
+                             f"must be integers, got {logits_or_ids.dtype} (logits need a last "
+                             f"dimension V)")
         return logits_or_ids
     if logits_or_ids.shape[:-1] != targets.shape:
         raise ValueError(f"logits_or_ids: expected logits {tuple(targets.shape)} + (V,) or ids "

@@ -20,15 +20,16 @@ from .attention import MultiHeadAttention
 from .embedding import ScaledEmbedding
 from .layernorm import LayerNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from .validation import require_bool_mask, require_rank, require_size, shape_str
+from .validation import (require_bool_mask, require_id, require_ids, require_input_dtype, require_int,
+                         require_positive, require_positive_int, require_probability, require_rank,
+                         require_size, shape_str)
 
 
 # --------------------------------------------------------------------------- masks
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
     """(T, T) bool, True on and below the diagonal: query i may attend to keys 0..i."""
-    if not isinstance(T, int) or T < 1:
-        raise ValueError(f"T: expected a positive int, got {T!r}")
+    require_positive_int("T", T)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
@@ -66,9 +67,26 @@ def _check_mask(name, mask, B, n_heads, T_q, T_k):
         require_bool_mask(name, mask, (B, n_heads, T_q, T_k), "(B, n_heads, T_q, T_k)")
 
 
-def _check_input(name, x, d_model):
+def _check_input(name, x, layer):
     require_rank(name, x, rank=3, layout="(B, T, d_model)")
-    require_size(name, x, -1, d_model, "d_model")
+    require_size(name, x, -1, layer.d_model, "d_model")
+    require_input_dtype(name, x, layer.linear1)
+
+
+def _check_layer_sizes(d_model, n_heads, d_ff, dropout, layer_norm_eps):
+    """A layer's constructor arguments, named as the caller wrote them (MultiHeadAttention checks
+    n_heads divides d_model)."""
+    require_positive_int("d_model", d_model)
+    require_positive_int("n_heads", n_heads)
+    require_positive_int("d_ff", d_ff)
+    require_probability("dropout", dropout)
+    require_positive("layer_norm_eps", layer_norm_eps)
+
+
+def _check_ids(name, ids, vocab_size):
+    """(B, T) token ids of the model's vocabulary (one pass over the ids, before the embedding)."""
+    require_rank(name, ids, rank=2, layout="(B, T)")
+    require_ids(name, ids, vocab_size)
 
 
 # --------------------------------------------------------------------------- layers
@@ -89,6 +107,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
         super().__init__()
+        _check_layer_sizes(d_model, n_heads, d_ff, dropout, layer_norm_eps)
         self.d_model, self.n_heads, self.norm_first = d_model, n_heads, norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.linear1 = nn.Linear(d_model, d_ff)
@@ -106,7 +125,7 @@ class EncoderLayer(nn.Module):
         Returns x (B, T, d_model), or (x, weights (B, n_heads, T, T)) if return_attention.
         Without return_attention the attention runs PyTorch's fused kernel (no weights kept).
         """
-        _check_input("x", x, self.d_model)
+        _check_input("x", x, self)
         _check_mask("mask", mask, x.shape[0], self.n_heads, x.shape[1], x.shape[1])
         if self.norm_first:
             a, weights = self._sa_block(self.norm1(x), mask, return_attention)
@@ -139,6 +158,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
         super().__init__()
+        _check_layer_sizes(d_model, n_heads, d_ff, dropout, layer_norm_eps)
         self.d_model, self.n_heads, self.norm_first = d_model, n_heads, norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.multihead_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
@@ -160,8 +180,8 @@ class DecoderLayer(nn.Module):
         with a target padding_mask by `&`. memory_mask: broadcastable to (B, n_heads, T, S),
         usually padding_mask(src_attention_mask). Returns (B, T, d_model).
         """
-        _check_input("x", x, self.d_model)
-        _check_input("memory", memory, self.d_model)
+        _check_input("x", x, self)
+        _check_input("memory", memory, self)
         if memory.shape[0] != x.shape[0]:
             raise ValueError(f"memory: batch size {memory.shape[0]} differs from x's {x.shape[0]}, "
                              f"got shape {shape_str(memory)}")
@@ -218,6 +238,7 @@ class TransformerEncoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
         super().__init__()
+        require_int("n_layers", n_layers, minimum=0)
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
             for _ in range(n_layers))
@@ -244,6 +265,7 @@ class TransformerDecoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
         super().__init__()
+        require_int("n_layers", n_layers, minimum=0)
         self.layers = nn.ModuleList(
             DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
             for _ in range(n_layers))
@@ -279,6 +301,14 @@ class TransformerConfig:
     share_embeddings: bool = False  # one table for source and target (needs one vocabulary)
     pad_id: int = 0                 # what greedy_decode writes after EOS
 
+    def __post_init__(self):
+        # the sizes named as the config names them (the layers would call them d_model, n_layers)
+        for name in ("src_vocab_size", "tgt_vocab_size", "max_len"):
+            require_positive_int(name, getattr(self, name))
+        for name in ("n_encoder_layers", "n_decoder_layers"):
+            require_int(name, getattr(self, name), minimum=0)
+        require_id("pad_id", self.pad_id, self.tgt_vocab_size, "tgt_vocab_size")
+
 
 class Transformer(nn.Module):
     """Encoder-decoder Transformer (Vaswani et al. 2017) with sinusoidal positions.
@@ -309,12 +339,14 @@ class Transformer(nn.Module):
 
     def encode(self, src, src_attention_mask=None):
         """src: (B, S) ids; src_attention_mask: (B, S) 1 = token, 0 = padding -> (B, S, d_model)."""
+        _check_ids("src", src, self.config.src_vocab_size)
         x = self.embed_dropout(self.pos(self.src_embed(src)))          # (B, S, d_model)
         mask = _sequence_mask("src_attention_mask", src_attention_mask, src)  # (B, 1, 1, S)
         return self.encoder(x, mask)
 
     def decode(self, tgt_in, memory, src_attention_mask=None, tgt_attention_mask=None):
         """tgt_in: (B, T) ids, memory: (B, S, d_model) -> logits (B, T, tgt_vocab_size)."""
+        _check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size)
         T = tgt_in.shape[-1]
         self_mask = causal_mask(T, device=tgt_in.device)               # (T, T)
         if tgt_attention_mask is not None:
@@ -340,6 +372,9 @@ class Transformer(nn.Module):
         if not isinstance(max_len, int) or not 1 <= max_len <= self.config.max_len:
             raise ValueError(f"max_len: expected 1..{self.config.max_len} (the position table), "
                              f"got {max_len!r}")
+        require_id("bos_id", bos_id, self.config.tgt_vocab_size, "tgt_vocab_size")
+        if eos_id is not None:
+            require_id("eos_id", eos_id, self.config.tgt_vocab_size, "tgt_vocab_size")
         was_training = self.training
         self.eval()
         memory = self.encode(src, src_attention_mask)                   # encoded once
@@ -381,6 +416,10 @@ class CausalLMConfig:
     scale_embeddings: bool = False  # GPT does not scale
     tie_weights: bool = True
 
+    def __post_init__(self):
+        require_positive_int("vocab_size", self.vocab_size)
+        require_positive_int("max_len", self.max_len)
+
 
 class CausalLM(nn.Module):
     """input_ids (B, T) -> logits (B, T, vocab_size) for the next token; a stack of
@@ -404,7 +443,7 @@ class CausalLM(nn.Module):
     def forward(self, input_ids, attention_mask=None, return_attention: bool = False):
         """input_ids: (B, T); attention_mask: optional (B, T) 1 = token, 0 = padding.
         Returns logits (B, T, vocab_size) (and the per-layer weights if return_attention)."""
-        require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
+        _check_ids("input_ids", input_ids, self.config.vocab_size)
         mask = causal_mask(input_ids.shape[1], device=input_ids.device)     # (T, T)
         if attention_mask is not None:
             mask = mask & _sequence_mask("attention_mask", attention_mask, input_ids)  # (B,1,T,T)
@@ -417,6 +456,7 @@ class CausalLM(nn.Module):
     @torch.no_grad()
     def generate(self, input_ids, max_new_tokens: int):
         """Greedy continuation: (B, T) -> (B, T + max_new_tokens). Eval mode, restored after."""
+        require_int("max_new_tokens", max_new_tokens, minimum=0)
         was_training = self.training
         self.eval()
         for _ in range(max_new_tokens):

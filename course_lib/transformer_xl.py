@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import require_divisible, require_rank, shape_str
+from .validation import require_divisible, require_ids, require_int, require_positive_int, require_rank, shape_str
 
 # "absolute": sinusoids of 0..T-1 added to every segment (each segment restarts at 0);
 # "absolute, counting": positions continue across segments (the caller passes the segment's offset)
@@ -209,6 +209,9 @@ class TransformerXL(nn.Module):
             raise ValueError(f"config.positions: expected one of {POSITIONS}, got {config.positions!r}")
         if not isinstance(config.mem_len, int) or config.mem_len < 0:
             raise ValueError(f"config.mem_len: expected an int >= 0, got {config.mem_len!r}")
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff"):
+            require_positive_int(f"config.{name}", getattr(config, name))
+        require_int("config.n_layers", config.n_layers, minimum=0)
         if config.d_model % 2:
             raise ValueError(f"config.d_model: expected an even number (sine/cosine pairs), got {config.d_model}")
         self.config = config
@@ -240,8 +243,8 @@ class TransformerXL(nn.Module):
         position_offset: the stream position of the segment's first token; only absolute positions
         that keep counting read it (positions position_offset .. position_offset + T - 1)."""
         require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
-        if not isinstance(position_offset, int) or isinstance(position_offset, bool) or position_offset < 0:
-            raise ValueError(f"position_offset: expected an int >= 0, got {position_offset!r}")
+        require_ids("input_ids", input_ids, self.config.vocab_size)
+        require_int("position_offset", position_offset, minimum=0)
         B, T = input_ids.shape
         if memory is None:
             memory = self.empty_memory(B, input_ids.device)

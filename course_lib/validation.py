@@ -6,6 +6,8 @@ accident or a cryptic matmul error three calls deeper.
 """
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 
@@ -64,22 +66,27 @@ def require_divisible(name: str, value: int, divisor_name: str, divisor: int) ->
 # Each check names the argument and says what was expected and what came: "d_model: expected a
 # positive int, got -64". bool is refused where a number is expected (True is an int in Python).
 
+def _is_int(value) -> bool:
+    # numpy's integers count (a size read from an array), bool does not
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def require_int(name: str, value, minimum: int | None = None) -> int:
     """An int (not a bool), at least `minimum` when given."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not _is_int(value):
         raise ValueError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name}: expected an int >= {minimum}, got {value}")
-    return value
+    return int(value)
 
 
 def require_positive_int(name: str, value) -> int:
     """An int >= 1 (a size, a count, a number of heads or layers)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not _is_int(value):
         raise ValueError(f"{name}: expected a positive int, got {type(value).__name__} {value!r}")
     if value < 1:
         raise ValueError(f"{name}: expected a positive int, got {value}")
-    return value
+    return int(value)
 
 
 def require_finite(name: str, value, minimum: float | None = None, maximum: float | None = None,
@@ -116,12 +123,18 @@ def require_str(name: str, value) -> str:
     return value
 
 
-def require_texts(name: str, value) -> list[str]:
-    """A non-empty list (or tuple) of str; a single str is refused (it would be read character by
-    character)."""
+def refuse_one_text(name: str, value) -> None:
+    """Where a collection of texts is expected, one str is refused: iterating over it would
+    yield its characters, each taken for a text."""
     if isinstance(value, str):
         raise ValueError(f"{name}: expected a list of str, got one str {value!r:.60} "
                          f"(wrap it: [{value!r:.30}])")
+
+
+def require_texts(name: str, value) -> list[str]:
+    """A non-empty list (or tuple) of str; a single str is refused (it would be read character by
+    character)."""
+    refuse_one_text(name, value)
     if not isinstance(value, (list, tuple)):
         raise ValueError(f"{name}: expected a list of str, got {type(value).__name__}")
     if not value:
@@ -147,26 +160,79 @@ def require_floating(name: str, x, expected: torch.dtype | None = None) -> torch
     return x
 
 
-def require_ids(name: str, ids, vocab_size: int | None = None, allow: tuple[int, ...] = ()) -> torch.Tensor:
-    """Integer token ids, each in [0, vocab_size) (or one of `allow`, e.g. -100 for ignored labels)."""
+def require_ids(name: str, ids, vocab_size: int | None = None, allow: tuple[int, ...] = (),
+                what: str = "vocab_size") -> torch.Tensor:
+    """Integer token ids, each in [0, vocab_size) (or one of `allow`, e.g. -100 for ignored labels).
+
+    Checking the range costs one pass over the ids; it is worth it because an id >= vocab_size
+    fails deep inside an embedding ("index out of range in self") or, worse, not at all."""
     require_tensor(name, ids)
     if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
-        raise ValueError(f"{name}: expected integer token ids (torch.long), got {ids.dtype}")
+        raise ValueError(f"{name}: expected integer ids (torch.long), got dtype {ids.dtype}")
     if ids.numel() and vocab_size is not None:
         valid = (ids >= 0) & (ids < vocab_size)
         for value in allow:
             valid |= ids == value
         if not bool(valid.all()):
-            bad = ids[~valid]
             allowed = f" or {', '.join(map(str, allow))}" if allow else ""
-            raise ValueError(f"{name}: expected ids in [0, {vocab_size}){allowed}, got "
-                             f"{int(bad.min())}..{int(bad.max())} ({int(bad.numel())} out of range)")
+            raise ValueError(f"{name}: ids must be in [0, {what}={vocab_size}){allowed}, got values in "
+                             f"[{int(ids.min())}, {int(ids.max())}]")
     return ids
 
 
-def require_labels(name: str, labels, num_classes: int, ignore_index: int | None = -100) -> torch.Tensor:
+def require_id(name: str, value, vocab_size: int, what: str = "vocab_size") -> int:
+    """One token id (an int such as bos_id or mask_token_id) in [0, vocab_size)."""
+    require_int(name, value)
+    if not 0 <= value < vocab_size:
+        raise ValueError(f"{name}: expected an id in [0, {what}={vocab_size}), got {value}")
+    return int(value)
+
+
+def require_labels(name: str, labels, num_classes: int, ignore_index: int | None = -100,
+                   what: str = "num_classes") -> torch.Tensor:
     """Class labels in [0, num_classes), or `ignore_index` (-100, what cross_entropy skips)."""
-    return require_ids(name, labels, num_classes, allow=(ignore_index,) if ignore_index is not None else ())
+    allow = (ignore_index,) if ignore_index is not None else ()
+    return require_ids(name, labels, num_classes, allow=allow, what=what)
+
+
+def require_finite_values(name: str, x) -> torch.Tensor:
+    """A floating tensor without NaN or ±inf (one reduction over x: for weights and scores that a
+    NaN would silently spoil, not for activations in a training loop)."""
+    require_floating(name, x)
+    if not bool(torch.isfinite(x).all()):
+        n_bad = int((~torch.isfinite(x)).sum())
+        raise ValueError(f"{name}: expected finite values, got {n_bad} NaN or inf in shape {shape_str(x)}")
+    return x
+
+
+def weight_dtype(layer) -> torch.dtype | None:
+    """The dtype of `layer.weight` (an nn.Linear's); None when it has no floating weight tensor
+    (a Linear quantised to int8 keeps its weight behind a method)."""
+    weight = getattr(layer, "weight", None)
+    return weight.dtype if isinstance(weight, torch.Tensor) and weight.is_floating_point() else None
+
+
+def _autocast_on(device_type: str) -> bool:
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except RuntimeError:        # a device with no autocast at all ("meta", used to count FLOPs)
+        return False
+
+
+def require_input_dtype(name: str, x, layer) -> torch.Tensor:
+    """x enters `layer`'s matrix product: a floating tensor of the layer weight's dtype, so that
+    float64 (or integer) input gets a sentence, not "mat1 and mat2 must have the same dtype".
+    Under autocast PyTorch casts the operands itself, so any floating dtype goes. Reads only
+    metadata: free in a training loop."""
+    require_tensor(name, x)
+    expected = None if _autocast_on(x.device.type) else weight_dtype(layer)
+    return require_floating(name, x, expected)
+
+
+def require_same_dtype(name: str, x, reference_name: str, reference) -> None:
+    """Two tensors that meet in one matrix product have one dtype."""
+    if x.dtype != reference.dtype:
+        raise ValueError(f"{name}: expected dtype {reference.dtype} like {reference_name}, got {x.dtype}")
 
 
 def require_same_batch(name: str, x, reference_name: str, reference) -> None:

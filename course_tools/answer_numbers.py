@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import nbformat
 
-SHORT_ANSWER = "## The short answer"
+from course_lib.quiz import short_answers_in
 
 # A number as prose writes it: 195,840 / 0.13 / 45 / 3.0, with an optional unit that scales it.
 _NUMBER = re.compile(r"(?<![\w.\-/^_{\\])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w.]*\d)"
@@ -45,10 +45,7 @@ class StatedNumber:
 
 def short_answer(nb) -> str:
     """The English short answer cell's text, without its heading ('' when the lesson has none)."""
-    for cell in nb.cells:
-        if cell.cell_type == "markdown" and cell.source.lstrip().startswith(SHORT_ANSWER):
-            return cell.source.lstrip()[len(SHORT_ANSWER):]
-    return ""
+    return short_answers_in(nb.cells).get("en", "")
 
 
 def _sentences(text: str) -> list[str]:

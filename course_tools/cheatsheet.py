@@ -10,7 +10,7 @@ Nothing here is typed twice. Per lesson (in manifest order, lesson 00 left out) 
 - each number's lowest–highest value over the sweep runs from `docs/sweep/claims.csv`, so the
   sheet is complete on a fresh checkout.
 
-The short answers (`section(lesson, SHORT_ANSWER)`) stay in the lessons; `course interview`
+The short answers (`course_lib.quiz.short_answers`) stay in the lessons; `course interview`
 shows them as the model answer of the explain questions.
 
 `course cheatsheet` writes `build/cheatsheet.md`; `course site` puts the same page in the website.
@@ -20,27 +20,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import nbformat
-
 from . import ROOT
 from .manifest import LESSONS, Lesson
-
-SHORT_ANSWER = "## The short answer"
-SHORT_ANSWER_ZH = "## 中文简答"
-
-
-def _cells(lesson: Lesson) -> list[str]:
-    notebook = nbformat.read(lesson.notebook, as_version=4)
-    return [cell.source for cell in notebook.cells if cell.cell_type == "markdown"]
-
-
-def section(lesson: Lesson, heading: str) -> str | None:
-    """The body of the markdown cell that starts with `heading` (heading line removed), or None."""
-    for source in _cells(lesson):
-        first, _, body = source.strip().partition("\n")
-        if first.strip().startswith(heading):
-            return body.strip()
-    return None
 
 
 def _number(value: float) -> str:

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from course_lib.quiz import (BOX_DAYS, Card, InterviewError, Item, Verdict, accepted_range,  # noqa: F401
-                             check, claim_ranges, load_card, parse_card)
+                             check, claim_ranges, load_card, parse_card, short_answers)
 
 from . import ROOT
 from .manifest import LESSONS
@@ -155,12 +155,13 @@ def run_session(items: list[Item], lang: str = "en", read=input, write=print,
 
 
 def short_answer_texts() -> dict:
-    from .cheatsheet import SHORT_ANSWER, SHORT_ANSWER_ZH, section
+    """{(lesson number, "en" or "zh"): the lesson's short answer ("" when it has none)}."""
     found = {}
     for lesson in LESSONS:
         if lesson.number:
-            found[(lesson.number, "en")] = section(lesson, SHORT_ANSWER) or ""
-            found[(lesson.number, "zh")] = section(lesson, SHORT_ANSWER_ZH) or ""
+            answers = short_answers(lesson.notebook)
+            for lang in ("en", "zh"):
+                found[(lesson.number, lang)] = answers.get(lang, "")
     return found
 
 

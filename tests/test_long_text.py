@@ -100,10 +100,10 @@ def test_head_tail_default_is_sun_et_al_split():
 def test_window_count_closed_form_and_edges():
     assert sliding_windows([], 8, 2, 1, 2) == [[1, 2]]
     assert sliding_windows([5] * 6, 8, 2, 1, 2) == [[1] + [5] * 6 + [2]]     # exactly C tokens: one window
-    assert len(sliding_windows(list(range(7)), 8, 2, 1, 2)) == 2
+    assert len(sliding_windows(list(range(7)), 8, 2, 101, 102)) == 2
     for n in range(0, 60):
         for L, S in [(5, 0), (5, 2), (12, 4)]:
-            assert window_count(n, L, S) == len(sliding_windows(list(range(n)), L, S, 1, 2))
+            assert window_count(n, L, S) == len(sliding_windows(list(range(n)), L, S, 101, 102))
 
 
 def test_pool_windows():
@@ -126,8 +126,8 @@ def test_pad_windows():
     (lambda: sliding_windows([1, -2, 3], 10, 2, 1, 2), "ids"),
     (lambda: sliding_windows(torch.ones(2, 3, dtype=torch.long), 10, 2, 1, 2), "ids"),
     (lambda: sliding_windows([1, 2], 10, 2, None, 2), "cls_id"),
-    (lambda: truncate([1, 2], 10, "middle", 1, 2), "strategy"),
-    (lambda: truncate([1, 2], 10, "head+tail", 1, 2, head_tokens=9), "head_tokens"),
+    (lambda: truncate([5, 6], 10, "middle", 1, 2), "strategy"),
+    (lambda: truncate([5, 6], 10, "head+tail", 1, 2, head_tokens=9), "head_tokens"),
     (lambda: window_count(5, 10, 8), "stride"),
     (lambda: pool_windows(torch.zeros(3), "mean"), "logits"),
     (lambda: pool_windows(torch.zeros(2, 3), "median"), "how"),

@@ -223,7 +223,7 @@ def test_weight_tying_and_sharing():
 def test_transformer_bad_inputs():
     model = _tiny()
     src, tgt = torch.randint(4, 11, (2, 6)), torch.randint(4, 11, (2, 5))
-    with pytest.raises(ValueError, match=r"^input_ids: .*vocab_size=11"):
+    with pytest.raises(ValueError, match=r"^src: .*vocab_size=11"):
         model(torch.full((2, 6), 11), tgt)
     with pytest.raises(ValueError, match=r"^src_attention_mask: expected shape \(2, 6\)"):
         model(src, tgt, src_attention_mask=torch.ones(2, 5, dtype=torch.long))
