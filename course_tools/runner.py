@@ -58,7 +58,10 @@ def kernel_manager_class():
 
 
 def lesson_status(output_path: Path) -> tuple[str, str]:
-    nb = nbformat.read(output_path, as_version=4)
+    try:
+        nb = nbformat.read(output_path, as_version=4)
+    except ValueError as error:   # nbformat's NotJSONError: a run killed while it wrote its notebook
+        return "not run (interrupted: the notebook is unreadable)", f"{type(error).__name__}: {error}"[:200]
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":

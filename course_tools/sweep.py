@@ -187,9 +187,14 @@ def claim_spread(claims_table: pd.DataFrame) -> pd.DataFrame:
     for (lesson, statement), group in claims_table.groupby(["lesson", "statement"], sort=False):
         why = group["why"].dropna() if "why" in group.columns else pd.Series([], dtype=str)
         kind = _kind(group)
+        # runs, not entries: a statement made twice in one run (a loop) is one run's claim
+        by_run = group.groupby("run")["held"] if "run" in group.columns else None
+        runs = by_run.ngroups if by_run is not None else len(group)
+        held_runs = (int(by_run.apply(lambda held: held.astype(bool).all()).sum()) if by_run is not None
+                     else int(group["held"].astype(bool).sum()))
         if kind == "reported":   # shown, not claimed: its range only, no threshold to be far from
-            rows.append({"lesson": lesson, "statement": statement, "kind": kind, "runs": len(group),
-                         "held": len(group), "min": group["value"].min(), "max": group["value"].max(),
+            rows.append({"lesson": lesson, "statement": statement, "kind": kind, "runs": runs,
+                         "held": runs, "min": group["value"].min(), "max": group["value"].max(),
                          "op": "", "threshold": math.nan, "worst margin": math.nan,
                          "relative margin": math.nan, "seed ranges": math.nan, "worst run": "",
                          "why": str(why.iloc[-1]) if len(why) else ""})
@@ -197,7 +202,7 @@ def claim_spread(claims_table: pd.DataFrame) -> pd.DataFrame:
         worst = group.loc[group["margin"].idxmin()]
         spread = group["value"].max() - group["value"].min()
         rows.append({"lesson": lesson, "statement": statement, "kind": kind,
-                     "runs": len(group), "held": int(group["held"].astype(bool).sum()),
+                     "runs": runs, "held": held_runs,
                      "min": group["value"].min(), "max": group["value"].max(), "op": worst["op"],
                      "threshold": worst["threshold"], "worst margin": worst["margin"],
                      "relative margin": worst["relative_margin"],
@@ -295,7 +300,8 @@ def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS,
                 status, error, found = "stale (the lesson's code changed since)", "", []
             else:   # a run made before runs were stamped is taken as it is
                 status, error = lesson_status(output) if output.exists() else ("not run", "")
-                found = _read_claims(claims_file)
+                # an interrupted run's claims are a partial list: left out, like a stale run's
+                found = [] if status.startswith("not run") else _read_claims(claims_file)
             base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
             summaries.append({**base, "seconds": float("nan"), "claims held": status,
                               "claims recorded": len(found), "error": error})
@@ -392,8 +398,12 @@ def record_checked_outputs(lessons: list[Lesson], runs: list[Run], out_dir: Path
                 continue
             if output.with_suffix(".digest").exists() and not is_current(lesson, run, out_dir):
                 continue   # made from older code of the lesson
+            try:
+                notebook = nbformat.read(output, as_version=4)
+            except ValueError:   # interrupted while papermill wrote it: not a run
+                continue
             names.append(run.name)
-            for cell_id, found in checked_cells(nbformat.read(output, as_version=4), sanitizers).items():
+            for cell_id, found in checked_cells(notebook, sanitizers).items():
                 entry = cells.setdefault(cell_id, {"source": found["source"], "texts": {}, "runs": {}})
                 key = digest(found["text"])
                 entry["texts"][key] = found["text"]

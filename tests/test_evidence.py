@@ -174,6 +174,9 @@ def test_claim_spread_measures_margin_in_seed_ranges():
     assert row["min"] == 2.0 and row["max"] == 3.0 and row["worst run"] == "seed 0"
     assert row["seed ranges"] == pytest.approx(1.0)  # worst margin 1.0, range 1.0
     assert row["kind"] == "evidence"  # runs recorded before kinds existed count as evidence
+    # a statement made twice in one run (a loop) counts that run once: 3 runs, not 4
+    twice = pd.concat([claims, claims.iloc[[0]]], ignore_index=True)
+    assert claim_spread(twice).iloc[0][["runs", "held"]].tolist() == [3, 3]
 
 
 def test_constant_evidence_and_thin_evidence_are_caught_identities_are_not():

@@ -15,3 +15,11 @@ def test_run_lessons_executes_and_reports_claims(tmp_path, capfd):
     if os.name != "nt":
         assert kernel_manager_class()().transport == "ipc"
         assert "without encryption" not in capfd.readouterr().err
+
+
+def test_an_interrupted_run_is_not_run_not_a_crash(tmp_path):
+    from course_tools.runner import lesson_status
+    empty = tmp_path / "19_cls_vs_pooling__seed7.ipynb"
+    empty.write_text("")                      # what a run killed while papermill wrote leaves behind
+    status, error = lesson_status(empty)
+    assert status.startswith("not run (interrupted") and "NotJSONError" in error
