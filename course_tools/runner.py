@@ -57,17 +57,24 @@ def kernel_manager_class():
     return IPCKernelManager
 
 
+#: The status of a run that stopped before its last cell without a failing one: not a run.
+INTERRUPTED = "not run (interrupted)"
+
+
 def lesson_status(output_path: Path) -> tuple[str, str]:
     try:
         nb = nbformat.read(output_path, as_version=4)
     except ValueError as error:   # nbformat's NotJSONError: a run killed while it wrote its notebook
-        return "not run (interrupted: the notebook is unreadable)", f"{type(error).__name__}: {error}"[:200]
+        return INTERRUPTED, f"{type(error).__name__}: {error}"[:200]
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 tags = cell.metadata.get("tags", [])
                 where = "no" if "evidence" in tags else "error"
                 return where, f"{out.get('ename')}: {out.get('evalue')}"[:200]
+    unrun = sum(cell.cell_type == "code" and cell.get("execution_count") is None for cell in nb.cells)
+    if unrun:   # no failing cell, yet cells never ran: the run was stopped
+        return INTERRUPTED, f"{unrun} code cells never ran"
     if not any("evidence" in c.metadata.get("tags", []) for c in nb.cells):
         return "no claims", ""
     return "yes", ""
@@ -80,14 +87,19 @@ def execute_lesson(lesson: Lesson, output: Path, parameters: dict, timeout: int)
     """
     import papermill as pm
     start = time.perf_counter()
+    failure = None
     try:
         pm.execute_notebook(str(lesson.notebook), str(output), parameters=parameters,
                             kernel_name="python3", progress_bar=False, execution_timeout=timeout,
                             cwd=str(lesson.notebook.parent), kernel_manager_class=kernel_manager_class())
-    except Exception:  # the status below reads the failing cell from the output notebook
-        pass
+    except Exception as raised:  # the status below reads the failing cell from the output notebook
+        failure = raised
     seconds = time.perf_counter() - start
     claims, error = lesson_status(output) if output.exists() else ("error", "no output written")
+    if failure is not None and claims in ("yes", "no claims"):
+        # papermill stopped with no failing cell (the kernel died, the run was killed): the cells after
+        # it never ran, so its claims are a partial list
+        claims, error = INTERRUPTED, f"{type(failure).__name__}: {failure}"[:200]
     return seconds, claims, error
 
 

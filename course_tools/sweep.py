@@ -36,7 +36,7 @@ from tqdm.std import tqdm
 
 from . import ROOT
 from .manifest import Lesson
-from .runner import BUILD, execute_lesson, lesson_status, replace_readme_block
+from .runner import BUILD, INTERRUPTED, execute_lesson, lesson_status, replace_readme_block
 
 SWEEP_BEGIN, SWEEP_END = "<!-- sweep:begin -->", "<!-- sweep:end -->"
 
@@ -110,7 +110,8 @@ def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dic
                 os.environ[key] = value
     claims = _read_claims(claims_file)
     claims_file.touch()   # a lesson without claims (the welcome) still leaves its (empty) file
-    output.with_suffix(".digest").write_text(digest)   # this run is of this code (see is_current)
+    if status != INTERRUPTED:   # unstamped, `--resume` runs it again
+        output.with_suffix(".digest").write_text(digest)   # this run is of this code (see is_current)
     base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
     summary = {**base, "seconds": round(seconds, 1), "claims held": status,
                "claims recorded": len(claims), "error": error}
@@ -301,7 +302,7 @@ def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS,
             else:   # a run made before runs were stamped is taken as it is
                 status, error = lesson_status(output) if output.exists() else ("not run", "")
                 # an interrupted run's claims are a partial list: left out, like a stale run's
-                found = [] if status.startswith("not run") else _read_claims(claims_file)
+                found = [] if status == INTERRUPTED else _read_claims(claims_file)
             base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
             summaries.append({**base, "seconds": float("nan"), "claims held": status,
                               "claims recorded": len(found), "error": error})
@@ -398,12 +399,10 @@ def record_checked_outputs(lessons: list[Lesson], runs: list[Run], out_dir: Path
                 continue
             if output.with_suffix(".digest").exists() and not is_current(lesson, run, out_dir):
                 continue   # made from older code of the lesson
-            try:
-                notebook = nbformat.read(output, as_version=4)
-            except ValueError:   # interrupted while papermill wrote it: not a run
-                continue
+            if lesson_status(output)[0] == INTERRUPTED:
+                continue   # stopped before its last cell: not a run
             names.append(run.name)
-            for cell_id, found in checked_cells(notebook, sanitizers).items():
+            for cell_id, found in checked_cells(nbformat.read(output, as_version=4), sanitizers).items():
                 entry = cells.setdefault(cell_id, {"source": found["source"], "texts": {}, "runs": {}})
                 key = digest(found["text"])
                 entry["texts"][key] = found["text"]

@@ -18,8 +18,19 @@ def test_run_lessons_executes_and_reports_claims(tmp_path, capfd):
 
 
 def test_an_interrupted_run_is_not_run_not_a_crash(tmp_path):
-    from course_tools.runner import lesson_status
+    import nbformat
+
+    from course_tools.runner import INTERRUPTED, lesson_status
     empty = tmp_path / "19_cls_vs_pooling__seed7.ipynb"
     empty.write_text("")                      # what a run killed while papermill wrote leaves behind
     status, error = lesson_status(empty)
-    assert status.startswith("not run (interrupted") and "NotJSONError" in error
+    assert status == INTERRUPTED and "NotJSONError" in error
+    # readable, but stopped with no failing cell: the cells after the kill never ran
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1", execution_count=1),
+                                         nbformat.v4.new_code_cell("y = 2")])
+    stopped = tmp_path / "11_encoder_decoder__seed5.ipynb"
+    nbformat.write(nb, stopped)
+    assert lesson_status(stopped) == (INTERRUPTED, "1 code cells never ran")
+    nb.cells[1].execution_count = 2
+    nbformat.write(nb, stopped)
+    assert lesson_status(stopped) == ("no claims", "")
