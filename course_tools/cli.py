@@ -302,9 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     p.add_argument("--update-readme", action="store_true", help="write the README robustness table")
     p.add_argument("--collect", action="store_true",
-                   help="run nothing: rebuild the tables from the runs left in build/sweep/")
+                   help="run nothing: rebuild the tables from the run ledger docs/sweep/runs/")
     p.add_argument("--resume", action="store_true",
-                   help="skip the runs already made from each lesson's current code (continue a sweep)")
+                   help="skip the runs the ledger holds for each lesson's current code (continue a sweep, on any machine)")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("interview", help="a mock interview in the terminal: each lesson's questions, "
                        "answers checked against the sweep, wrong ones back sooner (build/interview.jsonl)")

@@ -5,6 +5,10 @@ under several seeds and once with another thread count (reductions then round di
 they would on another CPU), reads every `claim(...)` the evidence cells recorded (see
 `course_lib.evidence`), and writes:
 
+- `docs/sweep/runs/<lesson>.json` (committed): the run ledger. Per lesson, the code digest its runs
+  were made from and, per run, its time, outcome, claims and checked-output texts. Everything below
+  is derived from it, so a sweep stopped on one machine is continued on another (`--resume` skips
+  the runs the ledger holds for the lesson's current code) and nothing depends on `build/`;
 - `build/sweep.csv`: one row per lesson, run and claim: measured value, threshold, margin;
 - `build/sweep_runs.csv`: one row per lesson and run: seconds, claims held, error;
 - `docs/sweep/claims.csv` (committed): one row per lesson and claim over all the runs: its kind,
@@ -15,7 +19,7 @@ they would on another CPU), reads every `claim(...)` the evidence cells recorded
   fewest seed ranges between its worst run and its threshold, and the count of the claims that
   are not evidence (identities, fixed-input measurements, equalities with `course_lib`);
 - `docs/sweep/checked_outputs.json` (committed): per lesson and `# NBVAL_CHECK_OUTPUT` cell, the text
-  each run printed there, read from the executed notebooks the sweep keeps. A checked output is
+  each run printed there, as the ledger recorded it from the executed notebook. A checked output is
   compared character by character by nbval on whatever CPU runs the tests, so it must be an exact
   fact; a text that changes with the seed would also change with the CPU. `tests/test_checked_outputs.py`
   requires every checked cell to have printed one text in every recorded run, equal to the stored one.
@@ -64,13 +68,49 @@ def code_digest(lesson: Lesson) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def is_current(lesson: Lesson, run: "Run", out_dir: Path, digest: str | None = None) -> bool:
-    """Whether `run` of `lesson` is in `out_dir` and was made from the lesson's current code (its
-    `.digest` file, written when the run ended, matches `code_digest`)."""
-    output, claims_file = run.files(lesson, out_dir)
-    stamp = output.with_suffix(".digest")
+#: The committed run ledger: one JSON file per lesson (see `record_run`).
+RUNS_DIR = ROOT / "docs" / "sweep" / "runs"
+
+
+def ledger_path(lesson: Lesson, ledger_dir: Path = RUNS_DIR) -> Path:
+    return Path(ledger_dir) / f"{lesson.stem}.json"
+
+
+def read_ledger(lesson: Lesson, ledger_dir: Path = RUNS_DIR) -> dict:
+    """The lesson's ledger: {"lesson", "digest", "runs": {run name: record}}; empty runs if none."""
+    path = ledger_path(lesson, ledger_dir)
+    if not path.exists():
+        return {"lesson": lesson.stem, "digest": "", "runs": {}}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def current_runs(lesson: Lesson, ledger_dir: Path = RUNS_DIR, digest: str | None = None) -> dict[str, dict]:
+    """The runs the ledger holds for the lesson's current code ({} when its code changed since)."""
+    ledger = read_ledger(lesson, ledger_dir)
     digest = code_digest(lesson) if digest is None else digest
-    return output.exists() and claims_file.exists() and stamp.exists() and stamp.read_text() == digest
+    return ledger["runs"] if ledger.get("digest") == digest else {}
+
+
+def is_current(lesson: Lesson, run: "Run", ledger_dir: Path = RUNS_DIR, digest: str | None = None) -> bool:
+    """Whether the ledger holds `run` of `lesson`, made from the lesson's current code (the
+    ledger's digest matches `code_digest`)."""
+    return run.name in current_runs(lesson, ledger_dir, digest)
+
+
+def record_run(lesson: Lesson, run: "Run", digest: str, record: dict, ledger_dir: Path = RUNS_DIR) -> None:
+    """Write one run's record into the lesson's ledger. A record of other code than the ledger's
+    starts the ledger afresh (its runs are stale). Called by one process only (the sweep's main
+    process), so parallel jobs cannot race on the file; sorted keys, so the same runs give the
+    same file."""
+    ledger = read_ledger(lesson, ledger_dir)
+    if ledger.get("digest") != digest:
+        ledger = {"lesson": lesson.stem, "digest": digest, "runs": {}}
+    ledger["runs"][run.name] = record
+    path = ledger_path(lesson, ledger_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(ledger, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
 
 
 def _read_claims(claims_file: Path) -> list[dict]:
@@ -87,10 +127,16 @@ CLAIMS_CSV = ROOT / "docs" / "sweep" / "claims.csv"
 MIN_SEED_RANGES = 3.0
 
 
-def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dict, list[dict]]:
+#: What a claim record keeps in the ledger (what `claim_spread` and the tests read).
+CLAIM_FIELDS = ("statement", "kind", "value", "op", "threshold", "margin", "relative_margin", "held", "why")
+
+
+def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[str, dict | None]:
+    """Run `lesson` under `run`; return (code digest, the run's ledger record), the record None
+    when the run was interrupted (not a run: `--resume` runs it again)."""
+    import nbformat
     output, claims_file = run.files(lesson, out_dir)
     claims_file.unlink(missing_ok=True)
-    output.with_suffix(".digest").unlink(missing_ok=True)
     digest = code_digest(lesson)
     # The kernel inherits these: the claims file, and the thread count for torch and OpenMP.
     env = {"COURSE_CLAIMS_FILE": str(claims_file), "COURSE_TORCH_THREADS": str(run.threads),
@@ -108,66 +154,60 @@ def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[dic
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-    claims = _read_claims(claims_file)
-    claims_file.touch()   # a lesson without claims (the welcome) still leaves its (empty) file
-    if status != INTERRUPTED:   # unstamped, `--resume` runs it again
-        output.with_suffix(".digest").write_text(digest)   # this run is of this code (see is_current)
-    base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
-    summary = {**base, "seconds": round(seconds, 1), "claims held": status,
-               "claims recorded": len(claims), "error": error}
-    return summary, [{**base, **claim} for claim in claims]
+    if status == INTERRUPTED or (output.exists() and lesson_status(output)[0] == INTERRUPTED):
+        return digest, None
+    claims = [{key: entry.get(key) for key in CLAIM_FIELDS if entry.get(key) is not None}
+              for entry in _read_claims(claims_file)]
+    checked = (checked_cells(nbformat.read(output, as_version=4)) if output.exists() else {})
+    return digest, {"seed": run.seed, "threads": run.threads, "seconds": round(seconds, 1),
+                    "claims held": status, "error": error, "claims": claims, "checked": checked}
 
 
 def sweep(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, jobs: int = 1, timeout: int = 900,
           out_dir: Path = BUILD / "sweep", checked_file: Path | None = None,
-          claims_csv: Path | None = CLAIMS_CSV, resume: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run every lesson under every run; return (runs table, claims table) and write both CSVs,
-    the swept lessons' rows of the committed per-claim summary `claims_csv` (`write_claims_csv`),
-    and the checked outputs of the swept lessons into `checked_file` (default
+          claims_csv: Path | None = CLAIMS_CSV, resume: bool = False,
+          ledger_dir: Path = RUNS_DIR) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run every lesson under every run (executed notebooks in `out_dir`), record each run in the
+    lesson's ledger as it ends, then `collect`: return (runs table, claims table) and write both
+    CSVs, the swept lessons' rows of the committed per-claim summary `claims_csv`
+    (`write_claims_csv`) and their checked outputs into `checked_file` (default
     `docs/sweep/checked_outputs.json`; see `write_checked_outputs`).
 
     Environment variables are process-wide, so parallel jobs would race on them: the kernel is
     started while they are set, so jobs > 1 runs lessons in separate worker processes.
 
     The work goes run by run (every lesson at the first run, then every lesson at the next), so
-    an interrupted sweep has the first runs of every lesson; `resume` skips the runs already made
-    from the lesson's current code (`is_current`), so a sweep can be continued where it stopped.
+    an interrupted sweep has the first runs of every lesson; `resume` skips the runs the ledger
+    holds from the lesson's current code (`is_current`), so a sweep can be continued where it
+    stopped, on this machine or another (the ledger is committed).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     work = [(lesson, run) for run in runs for lesson in lessons]
     if resume:
         digests = {lesson.stem: code_digest(lesson) for lesson in lessons}
-        done = [(lesson, run) for lesson, run in work if is_current(lesson, run, out_dir, digests[lesson.stem])]
-        work = [item for item in work if item not in done]
-    summaries, claims = [], []
+        work = [(lesson, run) for lesson, run in work
+                if not is_current(lesson, run, ledger_dir, digests[lesson.stem])]
     bar = tqdm(total=len(work), desc="sweep", unit="run")
+
+    def keep(lesson, run, result):
+        digest, record = result
+        if record is not None:
+            record_run(lesson, run, digest, record, ledger_dir)
+        bar.update()
+
     if jobs <= 1:
         for lesson, run in work:
-            summary, found = _run_one(lesson, run, out_dir, timeout)
-            summaries.append(summary)
-            claims.extend(found)
-            bar.update()
+            keep(lesson, run, _run_one(lesson, run, out_dir, timeout))
     else:
         from concurrent.futures import ProcessPoolExecutor
         import multiprocessing
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = [pool.submit(_run_one, lesson, run, out_dir, timeout) for lesson, run in work]
-            for future in futures:
-                summary, found = future.result()
-                summaries.append(summary)
-                claims.extend(found)
-                bar.update()
+            futures = [(lesson, run, pool.submit(_run_one, lesson, run, out_dir, timeout)) for lesson, run in work]
+            for lesson, run, future in futures:
+                keep(lesson, run, future.result())
     bar.close()
-    if resume:   # the tables cover the runs made before too
-        return collect(lessons, runs, out_dir, checked_file, claims_csv)
-    runs_table = pd.DataFrame(summaries)
-    claims_table = pd.DataFrame(claims)
-    BUILD.mkdir(exist_ok=True)
-    runs_table.to_csv(BUILD / "sweep_runs.csv", index=False)
-    claims_table.to_csv(BUILD / "sweep.csv", index=False)
-    write_checked_outputs(lessons, runs, out_dir, checked_file)
-    return runs_table, claims_table
+    return collect(lessons, runs, ledger_dir, checked_file, claims_csv)
 
 
 def _kind(group: pd.DataFrame) -> str:
@@ -284,48 +324,75 @@ def robustness_table(runs_table: pd.DataFrame, claims_table: pd.DataFrame) -> pd
     return pd.DataFrame(rows)
 
 
-def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS,
-            out_dir: Path = BUILD / "sweep", checked_file: Path | None = None,
+def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, ledger_dir: Path = RUNS_DIR,
+            checked_file: Path | None = None,
             claims_csv: Path | None = CLAIMS_CSV) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Rebuild the tables from the executed notebooks and claim files a sweep left in `out_dir`
-    (for lessons swept one at a time), without running anything; rewrite the checked outputs of
-    the runs found (see `write_checked_outputs`). A run made from older code of the lesson (its
-    `.digest` differs) is reported stale and its claims are left out."""
+    """Rebuild the tables from the ledger, running nothing: the runs of `runs` it holds for each
+    lesson's current code (runs of older code are stale and left out). Lessons with no current run
+    are left out of the tables, and keep their rows of `claims_csv` and their checked outputs."""
     summaries, claims = [], []
     for lesson in lessons:
-        digest = code_digest(lesson)
+        held = current_runs(lesson, ledger_dir)
+        if not held:
+            continue
         for run in runs:
-            output, claims_file = run.files(lesson, out_dir)
-            stamped = output.with_suffix(".digest").exists()
-            if output.exists() and stamped and not is_current(lesson, run, out_dir, digest):
-                status, error, found = "stale (the lesson's code changed since)", "", []
-            else:   # a run made before runs were stamped is taken as it is
-                status, error = lesson_status(output) if output.exists() else ("not run", "")
-                # an interrupted run's claims are a partial list: left out, like a stale run's
-                found = [] if status == INTERRUPTED else _read_claims(claims_file)
             base = {"lesson": f"{lesson.number:02d}", "id": lesson.id, "run": run.name}
-            summaries.append({**base, "seconds": float("nan"), "claims held": status,
-                              "claims recorded": len(found), "error": error})
-            claims.extend({**base, **entry} for entry in found)
+            record = held.get(run.name)
+            if record is None:
+                summaries.append({**base, "seconds": float("nan"), "claims held": "not run",
+                                  "claims recorded": 0, "error": ""})
+                continue
+            summaries.append({**base, "seconds": record["seconds"], "claims held": record["claims held"],
+                              "claims recorded": len(record["claims"]), "error": record["error"]})
+            claims.extend({**base, **entry} for entry in record["claims"])
     runs_table, claims_table = pd.DataFrame(summaries), pd.DataFrame(claims)
+    BUILD.mkdir(exist_ok=True)
     runs_table.to_csv(BUILD / "sweep_runs.csv", index=False)
     claims_table.to_csv(BUILD / "sweep.csv", index=False)
-    write_checked_outputs(lessons, runs, out_dir, checked_file)
+    write_checked_outputs(lessons, runs, ledger_dir, checked_file)
     if claims_csv is not None and len(claims_table):
         write_claims_csv(claims_table, claims_csv)
     return runs_table, claims_table
 
 
+def _readme_rows(readme: Path) -> pd.DataFrame:
+    """The robustness table now in the README, as text cells (empty when there is none)."""
+    text = readme.read_text(encoding="utf-8")
+    if SWEEP_BEGIN not in text:
+        return pd.DataFrame()
+    block = text.split(SWEEP_BEGIN, 1)[1].split(SWEEP_END, 1)[0]
+    lines = [line for line in block.splitlines() if line.startswith("|")]
+    if len(lines) < 3:
+        return pd.DataFrame()
+    header = [cell.strip() for cell in lines[0].strip().strip("|").split("|")]
+    rows = []
+    for line in lines[2:]:
+        cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+        if len(cells) > len(header):   # a statement with an unescaped "|" (tables written before escaping)
+            at, extra = header.index("thinnest evidence claim"), len(cells) - len(header)
+            cells[at:at + extra + 1] = ["|".join(cells[at:at + extra + 1])]
+        rows.append(cells)
+    return pd.DataFrame(rows, columns=header)
+
+
 def update_readme(table: pd.DataFrame, runs: list[Run], readme: Path = ROOT / "README.md") -> None:
+    """Write the robustness table into the README: the lessons in `table` replace their rows,
+    the others keep the rows a sweep wrote before (a sweep of some lessons leaves the rest)."""
+    table = table.astype(str).replace("nan", "")
+    old = _readme_rows(readme)
+    if len(old) and list(old.columns) == list(table.columns):
+        kept = old[~old["lesson"].isin(set(table["lesson"]))]
+        table = pd.concat([kept, table], ignore_index=True).sort_values("lesson", kind="stable")
     names = ", ".join(run.name for run in runs)
-    body = (table.to_markdown(index=False)
+    table = table.apply(lambda column: column.str.replace("|", "\\|", regex=False))   # "|x|" in a statement
+    body = (table.to_markdown(index=False, disable_numparse=True)
             + f"\n\nRuns: {names}. Evidence: claims about a measurement that could have come out "
             f"otherwise; identities (fixed by construction), fixed-input measurements (of MiniLM's "
             f"weights, of a formula: no seed moves them) and equalities with `course_lib` are counted "
             f"apart and never ranked. Thinnest evidence claim: the one whose worst run sits the fewest "
             f"seed ranges from its threshold (distance from failing ÷ the claim's range over the "
-            f"runs; the course asks for at least {MIN_SEED_RANGES:g}). Generated by `make sweep`; "
-            f"per-claim data committed in `docs/sweep/claims.csv`.")
+            f"runs; the course asks for at least {MIN_SEED_RANGES:g}). Generated by `make sweep` from "
+            f"the run ledger `docs/sweep/runs/`; per-claim data in `docs/sweep/claims.csv`.")
     replace_readme_block(SWEEP_BEGIN, SWEEP_END, body, readme)
 
 
@@ -382,27 +449,21 @@ def checked_cells(nb, sanitizers: list[tuple[re.Pattern, str]] | None = None) ->
     return found
 
 
-def record_checked_outputs(lessons: list[Lesson], runs: list[Run], out_dir: Path) -> dict[str, dict]:
-    """Per lesson (notebook stem), the checked cells' texts in every run of `runs` whose executed
-    notebook is in `out_dir`: {stem: {"runs": [names], "cells": {cell id: {"source": digest,
-    "texts": {digest: text}, "runs": {run name: digest of its text}}}}}. Lessons with no executed
-    notebook there are left out. The cell's source digest is the one of the first run found
-    (papermill executes the notebook as it is, so all runs of one sweep agree)."""
-    import nbformat
-    sanitizers = _sanitizers()
+def record_checked_outputs(lessons: list[Lesson], runs: list[Run], ledger_dir: Path = RUNS_DIR) -> dict[str, dict]:
+    """Per lesson (notebook stem), the checked cells' texts in every run of `runs` the ledger holds
+    for the lesson's current code: {stem: {"runs": [names], "cells": {cell id: {"source": digest,
+    "texts": {digest: text}, "runs": {run name: digest of its text}}}}}. Lessons with no such run
+    are left out. The cell's source digest is the one of the first run found (all runs of one
+    digest executed the same code)."""
     recorded = {}
     for lesson in lessons:
+        held = current_runs(lesson, ledger_dir)
         names, cells = [], {}
         for run in runs:
-            output, _ = run.files(lesson, out_dir)
-            if not output.exists():
+            if run.name not in held:
                 continue
-            if output.with_suffix(".digest").exists() and not is_current(lesson, run, out_dir):
-                continue   # made from older code of the lesson
-            if lesson_status(output)[0] == INTERRUPTED:
-                continue   # stopped before its last cell: not a run
             names.append(run.name)
-            for cell_id, found in checked_cells(nbformat.read(output, as_version=4), sanitizers).items():
+            for cell_id, found in held[run.name].get("checked", {}).items():
                 entry = cells.setdefault(cell_id, {"source": found["source"], "texts": {}, "runs": {}})
                 key = digest(found["text"])
                 entry["texts"][key] = found["text"]
@@ -412,14 +473,14 @@ def record_checked_outputs(lessons: list[Lesson], runs: list[Run], out_dir: Path
     return recorded
 
 
-def write_checked_outputs(lessons: list[Lesson], runs: list[Run], out_dir: Path,
+def write_checked_outputs(lessons: list[Lesson], runs: list[Run], ledger_dir: Path = RUNS_DIR,
                           path: Path | None = None) -> Path | None:
-    """Record the checked outputs of the runs in `out_dir` (see `record_checked_outputs`) into the
+    """Record the checked outputs of the runs in the ledger (see `record_checked_outputs`) into the
     committed JSON file `path` (default `docs/sweep/checked_outputs.json`): the lessons recorded
     replace their entries, the others keep theirs. Sorted keys, so a re-run that printed the same
     texts leaves the file unchanged. Returns the path, or None when no run was found."""
     path = CHECKED_OUTPUTS if path is None else Path(path)
-    recorded = record_checked_outputs(lessons, runs, out_dir)
+    recorded = record_checked_outputs(lessons, runs, ledger_dir)
     if not recorded:
         return None
     data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

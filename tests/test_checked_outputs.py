@@ -5,13 +5,14 @@ CPU runs the tests. A number that comes from training, sampling or timing change
 with the seed), so such numbers are printed in unchecked cells and asserted by `claim(...)` with a
 margin; a checked cell prints shapes, counts, identities, and the outcome of claims.
 
-The evidence is `docs/sweep/checked_outputs.json`, written by the sweep from the executed notebooks
-it keeps: per lesson and checked cell, the text printed in every run (seeds 0-9 and SEED=1 with 2
-threads for a full `course sweep`). Regenerate it with
+The evidence is `docs/sweep/checked_outputs.json`, written by the sweep from its run ledger
+(`docs/sweep/runs/`, which records each checked cell's text as each run ends): per lesson and
+checked cell, the text printed in every run (seeds 0-9 and SEED=1 with 2 threads for a full
+`course sweep`). Regenerate it with
 
     course sweep                      # every lesson, every run (writes the file at the end)
     course sweep --only 17            # one lesson: replaces that lesson's entry only
-    course sweep --collect            # from the runs already in build/sweep/, running nothing
+    course sweep --collect            # from the ledger, running nothing
 
 after changing a checked cell (its source digest is recorded, so a stale entry fails here).
 """
@@ -25,7 +26,7 @@ import pytest
 from course_tools import ROOT
 from course_tools.manifest import Lesson
 from course_tools.sweep import (CHECK_MARKER, CHECKED_OUTPUTS, Run, checked_cells,
-                                checked_output_problems, digest, output_text,
+                                checked_output_problems, digest, output_text, record_run,
                                 write_checked_outputs)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -106,14 +107,20 @@ def test_checker_reports_stale_missing_and_thin_records():
                for p in checked_output_problems({"99_fake": _notebook("x\n")}, _data(one_thread, runs=RUNS[:2])))
 
 
-def test_sweep_records_the_executed_notebooks_and_the_checker_catches_a_moving_cell(tmp_path):
-    """The whole path: executed notebooks in the sweep's folder -> the JSON file -> the checker."""
+def _record(nb) -> dict:
+    """A ledger record of one run whose executed notebook is `nb` (what the sweep writes)."""
+    return {"seconds": 1.0, "claims held": "yes", "error": "", "claims": [], "checked": checked_cells(nb)}
+
+
+def test_sweep_records_the_ledger_and_the_checker_catches_a_moving_cell(tmp_path, monkeypatch):
+    """The whole path: run records in the ledger -> the JSON file -> the checker."""
+    from course_tools import sweep
     lesson = Lesson(99, "fake", "?", "?")
-    out_dir = tmp_path / "sweep"
-    out_dir.mkdir()
+    monkeypatch.setattr(sweep, "code_digest", lambda lesson: "d1")
+    ledger = tmp_path / "runs"
     for run, text in zip(RUNS, ["0.86\n", "0.86\n", "0.96\n"]):
-        nbformat.write(_notebook(text), run.files(lesson, out_dir)[0])
-    path = write_checked_outputs([lesson], RUNS, out_dir, tmp_path / "checked.json")
+        record_run(lesson, run, "d1", _record(_notebook(text)), ledger)
+    path = write_checked_outputs([lesson], RUNS, ledger, tmp_path / "checked.json")
     data = json.loads(path.read_text(encoding="utf-8"))
     entry = data["lessons"]["99_fake"]
     assert entry["runs"] == sorted(r.name for r in RUNS)
@@ -125,11 +132,17 @@ def test_sweep_records_the_executed_notebooks_and_the_checker_catches_a_moving_c
     data["lessons"]["98_other"] = {"runs": [], "cells": {}}
     path.write_text(json.dumps(data), encoding="utf-8")
     for run in RUNS:
-        nbformat.write(_notebook("True\n"), run.files(lesson, out_dir)[0])
-    data = json.loads(write_checked_outputs([lesson], RUNS, out_dir, path).read_text(encoding="utf-8"))
+        record_run(lesson, run, "d1", _record(_notebook("True\n")), ledger)
+    data = json.loads(write_checked_outputs([lesson], RUNS, ledger, path).read_text(encoding="utf-8"))
     assert "98_other" in data["lessons"]
     assert checked_output_problems({"99_fake": _notebook("True\n")}, data) == []
-    assert write_checked_outputs([Lesson(97, "absent", "?", "?")], RUNS, out_dir, path) is None
+    assert write_checked_outputs([Lesson(97, "absent", "?", "?")], RUNS, ledger, path) is None
+
+    # a record of other code starts the ledger afresh: the older runs are stale, not mixed in
+    record_run(lesson, RUNS[0], "d2", _record(_notebook("False\n")), ledger)
+    monkeypatch.setattr(sweep, "code_digest", lambda lesson: "d2")
+    data = json.loads(write_checked_outputs([lesson], RUNS, ledger, path).read_text(encoding="utf-8"))
+    assert data["lessons"]["99_fake"]["runs"] == ["seed 0"]
 
 
 def test_output_text_is_what_nbval_compares():

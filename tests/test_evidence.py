@@ -322,19 +322,17 @@ def test_a_notebook_cell_that_makes_claims_ends_with_their_list_not_a_number():
 
 def test_a_run_of_older_code_is_stale_but_prose_and_quiz_edits_are_not(tmp_path, monkeypatch):
     from course_tools.manifest import Lesson
-    from course_tools.sweep import code_digest, is_current
+    from course_tools.sweep import code_digest, is_current, record_run
     path = tmp_path / "01_x.ipynb"
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# prose"), nbformat.v4.new_code_cell("x = 1")]
     nbformat.write(nb, path)
     monkeypatch.setattr(Lesson, "notebook", property(lambda self: path))
-    lesson, run, out = Lesson(1, "x", "?", "?"), Run("seed 0", 0), tmp_path / "sweep"
-    out.mkdir()
-    output, claims_file = run.files(lesson, out)
-    output.write_text("{}")
-    claims_file.write_text("")
-    output.with_suffix(".digest").write_text(code_digest(lesson))
+    lesson, run, out = Lesson(1, "x", "?", "?"), Run("seed 0", 0), tmp_path / "runs"
+    assert not is_current(lesson, run, out)      # no ledger yet
+    record_run(lesson, run, code_digest(lesson), {"claims held": "yes", "claims": []}, out)
     assert is_current(lesson, run, out)
+    assert not is_current(lesson, Run("seed 1", 1), out)
     nb.cells[0].source = "# other prose"
     quiz = nbformat.v4.new_code_cell("check_yourself(1)")
     quiz.id = "check-yourself-quiz"
