@@ -191,7 +191,9 @@ def sweep(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, jobs: int = 1, 
 
     def keep(lesson, run, result):
         digest, record = result
-        if record is not None:
+        # a run of code edited while it ran is stale on arrival: recording it would start the
+        # ledger afresh and drop the runs already made from the newer code
+        if record is not None and digest == code_digest(lesson):
             record_run(lesson, run, digest, record, ledger_dir)
         bar.update()
 
