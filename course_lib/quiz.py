@@ -9,7 +9,8 @@ one implementation of the items and of their checking. An item is one of
   answers are that claim's range over the sweep (`docs/sweep/claims.csv`) multiplied by `scale`
   (100 when the question asks for a percentage of a fraction) and widened by `tolerance`
   (relative to the larger end, default 0.1): the answer stays true when the lesson changes and
-  the sweep re-runs;
+  the sweep re-runs. A claim stated in log10 (a ratio whose order of magnitude is the claim) is
+  asked for as the ratio itself with `"log10": true`: the range is 10 to the claim's ends;
 - **choice**: options in both languages, `answer` the index of the right one, `folklore` the
   index of the usual answer the lesson corrects (one of the wrong options), when there is one;
 - **explain**: free text, then the lesson's short answer beside it; the learner judges whether
@@ -58,6 +59,7 @@ class Item:
     tolerance: float = 0.1
     scale: float = 1.0
     unit: str = ""
+    log10: bool = False
     options: list = field(default_factory=list)
     answer: int | None = None
     folklore: int | None = None
@@ -102,6 +104,7 @@ def parse_card(lesson: int, meta: dict) -> Card:
                     why=_bilingual(name, "why", raw.get("why")), cell=str(raw.get("cell", "")),
                     claim=raw.get("claim"), tolerance=float(raw.get("tolerance", 0.1)),
                     scale=float(raw.get("scale", 1.0)), unit=str(raw.get("unit", "")),
+                    log10=bool(raw.get("log10", False)),
                     options=[_bilingual(name, f"options[{i}]", o) for i, o in enumerate(raw.get("options", []))],
                     answer=raw.get("answer"), folklore=raw.get("folklore"))
         if not item.id.startswith(f"{lesson:02d}-"):
@@ -151,13 +154,28 @@ def claim_ranges(path: Path | None = None) -> dict[tuple[str, str], tuple[float,
                 for row in csv.DictReader(handle)}
 
 
+def measured_range(low: float, high: float, scale: float = 1.0, log10: bool = False) -> tuple[float, float]:
+    """A claim's swept range as a learner reads it: 10 to the ends when the claim is stated in
+    log10 (`log10`), times `scale`. The one conversion the quiz and the cheat sheet use."""
+    if log10:
+        low, high = 10.0 ** low, 10.0 ** high
+    return low * scale, high * scale
+
+
 def accepted_range(item: Item, ranges: dict) -> tuple[float, float]:
-    """The numeric answers accepted for `item`: its claim's swept range, scaled, widened by
-    `tolerance` of the larger end (KeyError when the claim is not in the sweep data)."""
+    """The numeric answers accepted for `item`: its claim's swept range, as the learner reads it
+    (`measured_range`), widened by `tolerance` of the larger end (KeyError when the claim is not
+    in the sweep data)."""
     low, high, _ = ranges[(f"{item.lesson:02d}", item.claim)]
-    low, high = low * item.scale, high * item.scale
+    low, high = measured_range(low, high, item.scale, item.log10)
     widen = item.tolerance * max(abs(low), abs(high))
     return low - widen, high + widen
+
+
+def _measured(item: Item, ranges: dict) -> str:
+    low, high, runs = ranges[(f"{item.lesson:02d}", item.claim)]
+    low, high = measured_range(low, high, item.scale, item.log10)
+    return f"{_fmt(low)}–{_fmt(high)}{item.unit}", runs
 
 
 def parse_number(text: str) -> float | None:
@@ -193,9 +211,8 @@ def check(item: Item, answer: str, ranges: dict, lang: str = "en", self_judged: 
     if item.kind == "numeric":
         low, high = accepted_range(item, ranges)
         got = parse_number(answer)
-        m_low, m_high, runs = ranges[(f"{item.lesson:02d}", item.claim)]
-        measured = (f"measured {_fmt(m_low * item.scale)}–{_fmt(m_high * item.scale)}{item.unit} "
-                    f"over {runs} runs")
+        shown, runs = _measured(item, ranges)
+        measured = f"measured {shown} over {runs} runs"
         if got is None:
             return Verdict(False, f"no number in {answer!r}; {measured}. {_stop(why)}")
         ok = low <= got <= high
@@ -260,10 +277,8 @@ def payload(card: Card, ranges: dict, model_answers: dict) -> list[dict]:
                  "why": item.why, "cell": item.cell}
         if item.kind == "numeric":
             low, high = accepted_range(item, ranges)
-            m_low, m_high, runs = ranges[(f"{item.lesson:02d}", item.claim)]
-            entry.update(accepted=[low, high], unit=item.unit,
-                         measured=f"{_fmt(m_low * item.scale)}–{_fmt(m_high * item.scale)}{item.unit} "
-                                  f"({runs} runs)")
+            shown, runs = _measured(item, ranges)
+            entry.update(accepted=[low, high], unit=item.unit, measured=f"{shown} ({runs} runs)")
         elif item.kind == "choice":
             entry.update(options=item.options, answer=item.answer, folklore=item.folklore)
         else:

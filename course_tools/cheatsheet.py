@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from course_lib.quiz import measured_range
+
 from . import ROOT
 from .manifest import LESSONS, Lesson
 
@@ -64,8 +66,9 @@ def number_lines(card, ranges: dict, lang: str) -> list[str]:
             lines.append(f"{label}: *not in the sweep data*")
             continue
         low, high, runs = ranges[key]
-        scale, unit = float(entry.get("scale", 1)), entry.get("unit", "")
-        low, high = _number(low * scale), _number(high * scale)
+        low, high = measured_range(low, high, float(entry.get("scale", 1)), bool(entry.get("log10", False)))
+        unit = entry.get("unit", "")
+        low, high = _number(low), _number(high)
         lines.append(f"{label}: **{low}{unit}**" if low == high else f"{label}: **{low}–{high}{unit}**")
     return lines
 

@@ -41,6 +41,18 @@ def test_numeric_answers_are_checked_against_the_swept_range_widened():
     assert verdict.correct is False and "measured 0.42–0.5" in verdict.message
 
 
+def test_a_claim_stated_in_log10_is_asked_for_as_the_ratio_itself():
+    """09's claim is log10(Post-LN growth / Pre-LN growth) = 0.49-0.58: the learner answers 3.1-3.8x."""
+    item = _card(items=[{"id": "01-ratio", "kind": "numeric", "claim": "growth: log10(a / b)", "log10": True,
+                         "tolerance": 0.2, "unit": "×", "question": EN_ZH, "why": EN_ZH, "cell": "x"}]).items[0]
+    ranges = {("01", "growth: log10(a / b)"): (0.4948, 0.5754, 11)}
+    low, high = interview.accepted_range(item, ranges)
+    assert (low, high) == pytest.approx((3.125 - 0.2 * 3.763, 3.763 * 1.2), rel=1e-3)
+    assert interview.check(item, "about 3.5x", ranges).correct is True
+    wrong = interview.check(item, "0.5", ranges)     # the log itself is not the ratio asked for
+    assert wrong.correct is False and "measured 3.12–3.76×" in wrong.message
+
+
 def test_choice_answers_name_the_folklore():
     item = _card().items[1]
     assert interview.check(item, "a", RANGES).correct is True
@@ -112,7 +124,7 @@ def _lesson_text(lesson) -> str:
 
 @pytest.mark.parametrize("lesson", LESSONS_WITH_ITEMS, ids=[l.stem for l in LESSONS_WITH_ITEMS])
 def test_every_lesson_has_items_of_each_kind_bound_to_its_claims(lesson):
-    from course_lib.quiz import claim_ranges, load_card
+    from course_lib.quiz import claim_ranges, load_card, measured_range
     card = load_card(lesson.number, lesson.notebook)
     assert card is not None, f"{lesson.stem}: no metadata.course.interview"
     kinds = [item.kind for item in card.items]
@@ -123,8 +135,8 @@ def test_every_lesson_has_items_of_each_kind_bound_to_its_claims(lesson):
             key = (f"{lesson.number:02d}", item.claim)
             assert key in ranges, f"{item.id}: no claim {item.claim!r} in docs/sweep/claims.csv"
             low, high = interview.accepted_range(item, ranges)
-            swept_low, swept_high, _ = ranges[key]
-            assert low <= swept_low * item.scale and swept_high * item.scale <= high
+            swept_low, swept_high = measured_range(*ranges[key][:2], item.scale, item.log10)
+            assert low <= swept_low and swept_high <= high
     for entry in card.numbers:
         assert (f"{lesson.number:02d}", entry["claim"]) in ranges, f"{lesson.stem}: number {entry['claim']!r}"
 
