@@ -24,8 +24,7 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent
-ROOT = PACKAGE.parent
+from . import ROOT
 
 
 def cache_dir(name: str, root: str | Path | None = None) -> Path:
