@@ -16,6 +16,7 @@ outlier no longer coarsens the grid of all the others.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -433,18 +434,26 @@ def pad_batch(encodings: list[dict], pad_id: int = 0) -> dict:
 
 
 def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
-                     seed: int | None = None) -> dict[str, list[float]]:
+                     seed: int | None = None, sync: Callable[[], None] | None = None,
+                     inference_mode: bool = True) -> dict[str, list[float]]:
     """Seconds per call of every function, measured round-robin: each round calls every
     function once, so a slow spell of a shared machine hits all of them alike. The order of a
     round is rotated by one each round, or shuffled when `seed` is given (then no function
     always follows the same neighbour). Returns {name: [seconds of each round]}: take the
-    median, or the median of per-round ratios (`paired_ratio`)."""
+    median, or the median of per-round ratios (`paired_ratio`).
+
+    sync: called after the warm-up and after every call, inside the timed span: on a GPU pass
+    `torch.cuda.synchronize`, or the clock stops before the kernels have run (`course bench`).
+    inference_mode: run under `torch.inference_mode()` (no autograd bookkeeping); False leaves
+    autograd as the caller set it, to time code that needs gradients (a training step)."""
     names = list(runs)
     rng = random.Random(seed)
-    with torch.inference_mode():
+    sync = sync or (lambda: None)
+    with torch.inference_mode() if inference_mode else contextlib.nullcontext():
         for _ in range(warmup):
             for name in names:
                 runs[name]()
+        sync()
         times = {name: [] for name in names}
         for r in range(repeats):
             if seed is None:
@@ -454,6 +463,7 @@ def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 5, wa
             for name in order:
                 start = time.perf_counter()
                 runs[name]()
+                sync()
                 times[name].append(time.perf_counter() - start)
     return times
 
