@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from . import cache
+from .pooling import mean_pooling
 from .validation import require_finite_values, require_rank, require_tensor
 
 INT8_MAX = 127   # symmetric: -127..127; -128 is left unused so that q and -q both exist
@@ -411,16 +412,16 @@ def _hidden(model, batch: dict) -> torch.Tensor:
 
 
 def embed(model, batch: dict) -> torch.Tensor:
-    """Mean-pooled sentence embeddings (B, H) in float32, padding excluded from the mean.
-    `model`: a course or Hugging Face BertModel (any dtype, int8 included) or an `OnnxEncoder`;
-    `batch`: dict of input_ids and attention_mask (B, T), optionally token_type_ids."""
+    """Mean-pooled sentence embeddings (B, H) in float32, padding excluded from the mean
+    (`course_lib.pooling.mean_pooling`). `model`: a course or Hugging Face BertModel (any
+    dtype, int8 included) or an `OnnxEncoder`; `batch`: dict of input_ids and attention_mask
+    (B, T), optionally token_type_ids."""
     for key in ("input_ids", "attention_mask"):
         if key not in batch:
             raise ValueError(f"batch: expected keys input_ids and attention_mask, got {sorted(batch)}")
     with torch.inference_mode():
         hidden = _hidden(model, batch).to(torch.float32)                 # (B, T, H)
-    mask = batch["attention_mask"].to(hidden.device).unsqueeze(-1).to(torch.float32)
-    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+    return mean_pooling(hidden, batch["attention_mask"].to(hidden.device))
 
 
 def pad_batch(encodings: list[dict], pad_id: int = 0) -> dict:
