@@ -23,9 +23,8 @@ from dataclasses import dataclass, fields
 import torch
 from torch import nn
 
-from .bert import BertConfig, BertEmbeddings, BertPooler, bert_layer, init_bert_weights
-from .transformer import padding_mask
-from .validation import shape_str
+from .bert import BertConfig, BertEmbeddings, BertPooler, bert_layer, encoder_mask, init_bert_weights
+from .validation import require_rank
 
 
 @dataclass
@@ -73,12 +72,11 @@ class AlbertModel(nn.Module):
         return self.groups[i // per_group]
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None):
-        mask = None
-        if attention_mask is not None:
-            if attention_mask.shape != input_ids.shape:
-                raise ValueError(f"attention_mask: expected shape {shape_str(input_ids)} (B, T) "
-                                 f"like input_ids, got {shape_str(attention_mask)}")
-            mask = padding_mask(attention_mask)                              # (B, 1, 1, T)
+        """input_ids, token_type_ids: (B, T) ids; attention_mask: (B, T), 1 = token, 0 = padding.
+        Returns (sequence_output (B, T, H), pooled_output (B, H)). The mask is BERT's
+        (`course_lib.bert.encoder_mask`): none at all for a batch without padding."""
+        require_rank("input_ids", input_ids, rank=2, layout="(B, T)")  # a list from encode() too
+        mask = encoder_mask(attention_mask, input_ids)                       # (B, 1, 1, T) or None
         x = self.embeddings(input_ids, token_type_ids)                       # (B, T, E)
         x = self.embedding_hidden_mapping_in(x)                              # (B, T, H)
         for i in range(self.config.num_hidden_layers):

@@ -198,18 +198,7 @@ class BertModel(nn.Module):
         ignore; no real token attends to a padded one.
         """
         require_rank("input_ids", input_ids, rank=2, layout="(B, T)")  # a list from encode() too
-        mask = None
-        if attention_mask is not None:
-            require_tensor("attention_mask", attention_mask)
-            if attention_mask.shape != input_ids.shape:
-                raise ValueError(f"attention_mask: expected shape {shape_str(input_ids)} (B, T) "
-                                 f"like input_ids, got {shape_str(attention_mask)}")
-            mask = padding_mask(attention_mask)                          # (B, 1, 1, T)
-            if not _tracing() and mask.all():
-                # No padding: every key is allowed, so no mask at all. The fused kernel is
-                # faster without one (Hugging Face's SDPA path makes the same choice). Not
-                # while tracing (ONNX export, torch.compile): the graph must keep the mask.
-                mask = None
+        mask = encoder_mask(attention_mask, input_ids)                   # (B, 1, 1, T) or None
         x = self.embeddings(input_ids, token_type_ids)                   # (B, T, H)
         hidden_states, attentions = [x], []
         for layer in self.layers:
@@ -248,6 +237,21 @@ class BertModel(nn.Module):
         rename = {ours: theirs for theirs, ours in
                   _hf_key_map(self.config.num_hidden_layers).items()}
         return {rename[k]: v for k, v in self.state_dict().items()}
+
+
+def encoder_mask(attention_mask, input_ids) -> torch.Tensor | None:
+    """The mask BERT's layers take (BERT, ALBERT and the distilled students alike): the
+    (B, 1, 1, T) `padding_mask` of a (B, T) attention_mask shaped like `input_ids`, or None
+    when there is nothing to mask.
+
+    No padding: every key is allowed, so no mask at all. The fused kernel is faster without one
+    (Hugging Face's SDPA path makes the same choice). Not while tracing (ONNX export,
+    torch.compile): the graph must keep the mask, or a padded batch fed to the exported model
+    later would attend to its padding."""
+    mask = padding_mask(attention_mask, input_ids)                       # (B, 1, 1, T) or None
+    if mask is not None and not _tracing() and mask.all():
+        return None
+    return mask
 
 
 def _tracing() -> bool:

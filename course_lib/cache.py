@@ -10,8 +10,9 @@ ran, transitively. One helper builds such keys, so that every cache misses the s
     with atomic_path(path) as tmp:          # a name unique to this process; renamed when done
         write(tmp)
 
-`source_digest` hashes (file name, text) in sorted order, the same recipe as
-`course_lib.pretraining.source_digest`, so the two agree on the same files.
+The course's caches all use these helpers: `course_lib.fast_inference` (ONNX files) and
+`course_lib.pretraining` (the tiny BERT's checkpoints). A cached file is read back as data only
+(`torch.load(..., weights_only=True)`): loading it runs no code.
 """
 from __future__ import annotations
 
@@ -24,8 +25,7 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent
-ROOT = PACKAGE.parent
+from . import ROOT
 
 
 def cache_dir(name: str, root: str | Path | None = None) -> Path:

@@ -17,7 +17,6 @@ The closed forms below are for one sequence (`batch_size` multiplies them) and s
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from typing import Callable
 
 import numpy as np
@@ -25,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
+from .device import torch_threads
 from .validation import require_rank, shape_str
 
 # Autograd nodes of the operations FlopCounterMode counts: the "operations" of a sequential chain.
@@ -170,19 +170,16 @@ def fit_power_law(values, **variables) -> dict[str, float]:
 
 # ----------------------------------------------------------------------------- path length
 
-@contextmanager
 def one_thread():
-    """Run the block on one CPU thread, then restore the caller's setting.
+    """Run the block on exactly one CPU thread, then restore the caller's setting.
 
-    For tiny matrices a second thread costs more than the arithmetic, and on a busy machine
-    a thread that waits for its partner measures the neighbours' load, not the operation.
+    One thread whatever COURSE_TORCH_THREADS says (`course_lib.device.torch_threads(1)`): lesson
+    04 times layers with `time.thread_time`, the CPU time of the calling thread alone, which
+    would miss the work of a second torch thread and report a layer as cheaper than it is. (On
+    a busy machine a thread that waits for its partner also measures the neighbours' load, not
+    the operation.) Code that only computes asks for `torch_threads()` instead.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+    return torch_threads(1)
 
 
 def max_path_length(hop: Callable[[int], torch.Tensor], n: int, max_hops: int | None = None) -> int:
@@ -196,7 +193,9 @@ def max_path_length(hop: Callable[[int], torch.Tensor], n: int, max_hops: int | 
     """
     n = _require_positive_int("n", n)
     max_hops = 4 * n + 8 if max_hops is None else _require_positive_int("max_hops", max_hops)
-    with one_thread():  # the matrices are tiny
+    # The matrices are tiny: one thread, or COURSE_TORCH_THREADS' count (the path lengths are
+    # sums of 0/1 entries, exact at any thread count).
+    with torch_threads():
         return _breadth_first(hop, n, max_hops)
 
 

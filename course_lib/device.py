@@ -1,8 +1,10 @@
-"""Device choice and seeding, shared by every lesson."""
+"""Device choice, seeding and torch's thread count, shared by every lesson."""
 from __future__ import annotations
 
+import numbers
 import os
 import random
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -45,7 +47,8 @@ def environment_report() -> dict[str, str]:
 
 
 def limit_threads(threads: int = 1) -> int:
-    """Use `threads` torch threads, unless COURSE_TORCH_THREADS overrides it; return the number.
+    """Use `threads` torch threads from now on, unless COURSE_TORCH_THREADS overrides it; return
+    the number. (For one block only, and the caller's count back afterwards: `torch_threads`.)
 
     Tiny models gain nothing from a second thread, and results are bit-identical run to run
     only at a fixed thread count. `course sweep` sets COURSE_TORCH_THREADS=2 for one run, because
@@ -57,5 +60,31 @@ def limit_threads(threads: int = 1) -> int:
 
 
 def requested_threads(default: int = 1) -> int:
-    """`default`, unless COURSE_TORCH_THREADS asks for another torch thread count."""
+    """`default`, unless COURSE_TORCH_THREADS asks for another torch thread count. The one place
+    that reads the variable: `limit_threads`, `torch_threads` and pretraining's cache key agree."""
     return int(os.environ.get("COURSE_TORCH_THREADS", default))
+
+
+@contextmanager
+def torch_threads(threads: int | None = None):
+    """Run the block on `threads` torch threads, then give the caller its own count back.
+
+        with torch_threads():       # 1 thread, or COURSE_TORCH_THREADS (as limit_threads(1))
+        with torch_threads(1):      # exactly 1, whatever the environment says
+
+    `threads=None` honours COURSE_TORCH_THREADS (default 1): use it where the thread count
+    only changes the last bits of the result, which `course sweep`'s 2-thread run must see.
+    A number is taken as it is: for a caller that states its own count (pretraining's
+    `num_threads`) or that needs exactly that many (a timer that reads one thread's CPU time).
+    Yields the number of threads used.
+    """
+    count = requested_threads(1) if threads is None else threads
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:
+        name = "COURSE_TORCH_THREADS" if threads is None else "threads"
+        raise ValueError(f"{name}: expected a positive int, got {count!r}")
+    saved = torch.get_num_threads()
+    torch.set_num_threads(int(count))
+    try:
+        yield int(count)
+    finally:
+        torch.set_num_threads(saved)

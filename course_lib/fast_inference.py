@@ -16,6 +16,7 @@ outlier no longer coarsens the grid of all the others.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -34,6 +35,7 @@ import torch
 from torch import nn
 
 from . import cache
+from .pooling import mean_pooling
 from .validation import require_finite_values, require_rank, require_tensor
 
 INT8_MAX = 127   # symmetric: -127..127; -128 is left unused so that q and -q both exist
@@ -410,16 +412,16 @@ def _hidden(model, batch: dict) -> torch.Tensor:
 
 
 def embed(model, batch: dict) -> torch.Tensor:
-    """Mean-pooled sentence embeddings (B, H) in float32, padding excluded from the mean.
-    `model`: a course or Hugging Face BertModel (any dtype, int8 included) or an `OnnxEncoder`;
-    `batch`: dict of input_ids and attention_mask (B, T), optionally token_type_ids."""
+    """Mean-pooled sentence embeddings (B, H) in float32, padding excluded from the mean
+    (`course_lib.pooling.mean_pooling`). `model`: a course or Hugging Face BertModel (any
+    dtype, int8 included) or an `OnnxEncoder`; `batch`: dict of input_ids and attention_mask
+    (B, T), optionally token_type_ids."""
     for key in ("input_ids", "attention_mask"):
         if key not in batch:
             raise ValueError(f"batch: expected keys input_ids and attention_mask, got {sorted(batch)}")
     with torch.inference_mode():
         hidden = _hidden(model, batch).to(torch.float32)                 # (B, T, H)
-    mask = batch["attention_mask"].to(hidden.device).unsqueeze(-1).to(torch.float32)
-    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+    return mean_pooling(hidden, batch["attention_mask"].to(hidden.device))
 
 
 def pad_batch(encodings: list[dict], pad_id: int = 0) -> dict:
@@ -433,18 +435,26 @@ def pad_batch(encodings: list[dict], pad_id: int = 0) -> dict:
 
 
 def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1,
-                     seed: int | None = None) -> dict[str, list[float]]:
+                     seed: int | None = None, sync: Callable[[], None] | None = None,
+                     inference_mode: bool = True) -> dict[str, list[float]]:
     """Seconds per call of every function, measured round-robin: each round calls every
     function once, so a slow spell of a shared machine hits all of them alike. The order of a
     round is rotated by one each round, or shuffled when `seed` is given (then no function
     always follows the same neighbour). Returns {name: [seconds of each round]}: take the
-    median, or the median of per-round ratios (`paired_ratio`)."""
+    median, or the median of per-round ratios (`paired_ratio`).
+
+    sync: called after the warm-up and after every call, inside the timed span: on a GPU pass
+    `torch.cuda.synchronize`, or the clock stops before the kernels have run (`course bench`).
+    inference_mode: run under `torch.inference_mode()` (no autograd bookkeeping); False leaves
+    autograd as the caller set it, to time code that needs gradients (a training step)."""
     names = list(runs)
     rng = random.Random(seed)
-    with torch.inference_mode():
+    sync = sync or (lambda: None)
+    with torch.inference_mode() if inference_mode else contextlib.nullcontext():
         for _ in range(warmup):
             for name in names:
                 runs[name]()
+        sync()
         times = {name: [] for name in names}
         for r in range(repeats):
             if seed is None:
@@ -454,6 +464,7 @@ def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 5, wa
             for name in order:
                 start = time.perf_counter()
                 runs[name]()
+                sync()
                 times[name].append(time.perf_counter() - start)
     return times
 

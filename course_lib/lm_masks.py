@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 
+from .transformer import padding_mask
 from .validation import require_rank
 
 DIRECTIONS = ("forward", "backward", "bidirectional")
@@ -41,21 +42,15 @@ def direction_mask(T: int, direction: str, device=None) -> torch.Tensor:
 def lm_attention_mask(attention_mask: torch.Tensor, direction: str) -> torch.Tensor:
     """(B, T) attention_mask (1/True = token, 0/False = padding) -> (B, 1, T, T) bool.
 
-    The direction's (T, T) pattern AND "the key is a real token"; the head axis has size 1 and
+    The direction's (T, T) pattern AND "the key is a real token" (`course_lib.transformer.padding_mask`,
+    which checks the attention_mask as every model does); the head axis has size 1 and
     broadcasts over heads.
     """
-    require_rank("attention_mask", attention_mask, rank=2, layout="(B, T)")
-    if attention_mask.dtype != torch.bool:
-        if attention_mask.is_floating_point() or attention_mask.is_complex():
-            raise ValueError(f"attention_mask: expected 0/1 integers or bool, "
-                             f"got {attention_mask.dtype}")
-        if ((attention_mask != 0) & (attention_mask != 1)).any():
-            raise ValueError("attention_mask: expected only 0 (padding) and 1 (token) values")
-    B, T = attention_mask.shape
+    keys = padding_mask(attention_mask)                                       # (B, 1, 1, T)
+    T = attention_mask.shape[1]
     if T < 1:
         raise ValueError("attention_mask: expected at least one position, got T = 0")
     pattern = direction_mask(T, direction, device=attention_mask.device)      # (T, T)
-    keys = attention_mask.bool()[:, None, None, :]                            # (B, 1, 1, T)
     return pattern[None, None] & keys                                         # (B, 1, T, T)
 
 

@@ -19,19 +19,17 @@ from __future__ import annotations
 
 import torch
 
-from .validation import require_floating, require_rank, shape_str
+from .validation import require_attention_mask, require_floating, require_rank, shape_str
 
 
 def _check(hidden_states, attention_mask) -> torch.Tensor:
     """Validate and return the mask as a float (B, T, 1) tensor of 0/1."""
     require_rank("hidden_states", hidden_states, 3, layout="(B, T, H)")
-    require_rank("attention_mask", attention_mask, 2, layout="(B, T)")
-    if tuple(attention_mask.shape) != tuple(hidden_states.shape[:2]):
-        raise ValueError(f"attention_mask: expected shape {tuple(hidden_states.shape[:2])} (B, T) "
-                         f"like hidden_states' first two dims, got {shape_str(attention_mask)}")
     require_floating("hidden_states", hidden_states)
-    if attention_mask.dtype != torch.bool and not ((attention_mask == 0) | (attention_mask == 1)).all():
-        raise ValueError("attention_mask: expected 1 (token) and 0 (padding) only, got other values")
+    # the models' check of an attention_mask; a float mask of 0. and 1. is fine here (no kernel
+    # takes it, it only weighs the tokens)
+    require_attention_mask("attention_mask", attention_mask, like=hidden_states.shape[:2],
+                           like_name="hidden_states' first two dims", floats=True)
     return attention_mask.to(hidden_states.dtype).unsqueeze(-1)        # (B, T, 1)
 
 

@@ -15,17 +15,16 @@ normalised by the global number of masked tokens (and of pairs) and multiplied b
 size, so after DDP averages the gradients the update equals the single-process update on the
 whole batch (up to floating-point summation order).
 
-`load_or_pretrain(config, seed)` caches the trained weights in build/cache/ under a key made of
-everything that decides them: the source text of the course_lib modules that train the model
-(this file and everything it imports from course_lib), the config, the seed and the number of
-torch threads (see `cache_key`), so later lessons pay for pretraining once, and a change to the
-code never loads weights that the old code trained.
+`load_or_pretrain(config, seed)` caches the trained weights in build/cache/pretraining/ under a
+key made of everything that decides them: the source text of the course_lib modules that train
+the model (this file and everything it imports from course_lib), the config, the seed, the number
+of torch threads and torch's version (see `cache_key`; built by `course_lib.cache`, as every cache
+of the course), so later lessons pay for pretraining once, and a change to the code never loads
+weights that the old code trained.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
 import random
 from dataclasses import asdict, dataclass, fields
@@ -37,10 +36,10 @@ import torch
 import torch.nn.functional as F
 from tqdm.std import tqdm  # text bars: readable in stored notebooks, no widget dependency
 
-from . import ROOT
+from . import cache
 from .bert import BertConfig, BertForPreTraining
 from .corpus import Document, corpus_tokenizer, make_documents
-from .device import get_device, requested_threads, seed_everything
+from .device import get_device, requested_threads, seed_everything, torch_threads
 from .masking import IGNORE_INDEX, mask_tokens
 from .schedules import make_scheduler
 from .sentence_pairs import TASKS, consecutive_pairs, sample_pair
@@ -156,49 +155,31 @@ class PretrainConfig:
 
 def source_modules() -> list[Path]:
     """The files of course_lib that pretraining runs: this module and, transitively, every
-    course_lib module it imports (relative imports, read from the source with `ast`)."""
-    import ast
-
-    package = Path(__file__).resolve().parent
-    todo, seen = [Path(__file__).resolve()], set()
-    while todo:
-        path = todo.pop()
-        if path in seen or not path.exists():
-            continue
-        seen.add(path)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                if node.module:                                   # from .bert import ...
-                    todo.append(package / f"{node.module.replace('.', '/')}.py")
-                else:                                             # from . import ROOT, x
-                    todo.append(package / "__init__.py")
-                    todo += [package / f"{alias.name}.py" for alias in node.names]
-    return sorted(seen)
+    course_lib module it imports (`course_lib.cache.source_modules`)."""
+    return cache.source_modules(Path(__file__))
 
 
 def source_digest(paths: list[Path] | None = None) -> str:
-    """sha256 over the (name, text) of the pretraining source files."""
-    digest = hashlib.sha256()
-    for path in sorted(paths if paths is not None else source_modules()):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    """sha256 over the (name, text) of the pretraining source files (`course_lib.cache.source_digest`)."""
+    return cache.source_digest(paths if paths is not None else source_modules())
 
 
 def cache_key(config: PretrainConfig, seed: int, num_threads: int = 1,
               source: str | None = None) -> str:
-    """A short hash of (the pretraining source, config, seed, torch threads). The source is
+    """A short hash of (config, seed, torch threads; the torch version; the pretraining source),
+    made by `course_lib.cache.cache_key` like every cache of the course. The source is
     `source_digest()` unless given; the thread count is part of it because another count sums
     in another order, so it trains other weights (`course sweep`'s 2-thread run must not load
-    the 1-thread checkpoint)."""
-    blob = json.dumps({"source": source if source is not None else source_digest(),
-                       "config": asdict(config), "seed": seed, "threads": num_threads},
-                      sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    the 1-thread checkpoint), and so is torch's version (another release may sum otherwise too)."""
+    inputs = {"config": asdict(config), "seed": seed, "threads": num_threads}
+    return cache.cache_key(inputs, cache.versions("torch"),
+                           source if source is not None else source_digest(), length=12)
 
 
 def training_threads() -> int:
     """The torch threads pretraining uses: 1 (tiny matrices gain nothing from a second thread),
-    unless COURSE_TORCH_THREADS says otherwise, as `course_lib.device.limit_threads` does."""
+    unless COURSE_TORCH_THREADS says otherwise: the count `course_lib.device.torch_threads()`
+    sets, named here because it is part of the cache key."""
     return requested_threads(1)
 
 
@@ -250,12 +231,8 @@ def pretrain(config: PretrainConfig | None = None, seed: int = 0, progress: bool
     when the cores are shared; a fixed count also makes the weights independent of the
     caller's thread setting.
     """
-    saved_threads = torch.get_num_threads()
-    torch.set_num_threads(num_threads if num_threads is not None else training_threads())
-    try:
+    with torch_threads(num_threads):          # None: training_threads(); restored afterwards
         return _pretrain(config or PretrainConfig(), seed, progress, device)
-    finally:
-        torch.set_num_threads(saved_threads)
 
 
 def _pretrain(config: PretrainConfig, seed: int, progress: bool, device) -> PretrainResult:
@@ -364,7 +341,7 @@ def cache_path(config: PretrainConfig, seed: int, cache_dir: str | Path | None =
     with `num_threads` torch threads (default `training_threads()`) lives. The device is part of
     the name: a GPU computes in another order, so its weights differ in the last bits, and a CPU run
     must not load them in place of its own (the stored notebooks' rounded numbers come from the CPU)."""
-    cache_dir = Path(cache_dir) if cache_dir is not None else ROOT / "build" / "cache"
+    cache_dir = Path(cache_dir) if cache_dir is not None else cache.cache_dir("pretraining")
     threads = num_threads if num_threads is not None else training_threads()
     suffix = "" if device_type == "cpu" else f"_{device_type}"
     return cache_dir / f"tiny_bert_{config.task}_{config.key(seed, threads)}{suffix}.pt"
@@ -382,7 +359,9 @@ def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
     _, world = _distributed()
     path = cache_path(config, seed, cache_dir, _training_device(device, world).type, threads)
     if path.exists():
-        saved = torch.load(path, map_location="cpu", weights_only=False)
+        # weights_only: the file holds tensors, lists, numbers and strings only, and
+        # torch.load runs no code from it (a cache file is data, never a program)
+        saved = torch.load(path, map_location="cpu", weights_only=True)
         tokenizer = corpus_tokenizer(max_position_embeddings=config.max_position_embeddings)
         model = BertForPreTraining(config.bert_config(len(tokenizer)))
         model.load_state_dict(saved["model"])
@@ -394,11 +373,10 @@ def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
     rank, _ = _distributed()
     if rank == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        torch.save({"model": {k: v.cpu() for k, v in result.model.state_dict().items()},
-                    "history": result.history.to_dict("list"), "config": asdict(config),
-                    "seed": seed, "threads": threads, "source": source_digest()}, tmp)
-        tmp.replace(path)  # atomic: a reader never sees half a file
+        with cache.atomic_path(path) as tmp:      # a reader never sees half a file
+            torch.save({"model": {k: v.cpu() for k, v in result.model.state_dict().items()},
+                        "history": result.history.to_dict("list"), "config": asdict(config),
+                        "seed": seed, "threads": threads, "source": source_digest()}, tmp)
     return result
 
 

@@ -20,9 +20,9 @@ from .attention import MultiHeadAttention
 from .embedding import ScaledEmbedding
 from .layernorm import LayerNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from .validation import (require_bool_mask, require_id, require_ids, require_input_dtype, require_int,
-                         require_positive, require_positive_int, require_probability, require_rank,
-                         require_size, shape_str)
+from .validation import (require_attention_mask, require_bool_mask, require_id, require_ids,
+                         require_input_dtype, require_int, require_positive, require_positive_int,
+                         require_probability, require_rank, require_size, shape_str)
 
 
 # --------------------------------------------------------------------------- masks
@@ -33,33 +33,19 @@ def causal_mask(T: int, device=None) -> torch.Tensor:
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
-def padding_mask(attention_mask) -> torch.Tensor:
+def padding_mask(attention_mask, like=None, *, name: str = "attention_mask",
+                 like_name: str = "input_ids") -> torch.Tensor | None:
     """(B, T) attention_mask (1/True = real token, 0/False = padding) -> (B, 1, 1, T) bool.
 
     The result broadcasts over heads and queries: every query may attend to the real keys.
+    `like`: the (B, T) ids the mask belongs to, whose shape it must have (`like_name` names them
+    in the error); `name` is the argument's name. None (no mask) gives None. The one place
+    that turns an attention_mask into an attention mask: every model of the course calls it.
     """
-    return _padding_mask("attention_mask", attention_mask)
-
-
-def _padding_mask(name, attention_mask):
-    require_rank(name, attention_mask, rank=2, layout="(B, T)")
-    if attention_mask.dtype != torch.bool:
-        if attention_mask.is_floating_point() or attention_mask.is_complex():
-            raise ValueError(f"{name}: expected 0/1 integers or bool, got {attention_mask.dtype}")
-        if ((attention_mask != 0) & (attention_mask != 1)).any():
-            raise ValueError(f"{name}: expected only 0 (padding) and 1 (token) values")
-    return attention_mask.bool()[:, None, None, :]                      # (B, 1, 1, T)
-
-
-def _sequence_mask(name, attention_mask, ids):
-    """padding_mask of an optional (B, T) attention_mask that must match `ids` (B, T)."""
     if attention_mask is None:
         return None
-    mask = _padding_mask(name, attention_mask)
-    if attention_mask.shape != ids.shape:
-        raise ValueError(f"{name}: expected shape {tuple(ids.shape)} like the ids it masks, "
-                         f"got {shape_str(attention_mask)}")
-    return mask                                                         # (B, 1, 1, T)
+    require_attention_mask(name, attention_mask, like, like_name)
+    return attention_mask.bool()[:, None, None, :]                      # (B, 1, 1, T)
 
 
 def _check_mask(name, mask, B, n_heads, T_q, T_k):
@@ -341,7 +327,7 @@ class Transformer(nn.Module):
         """src: (B, S) ids; src_attention_mask: (B, S) 1 = token, 0 = padding -> (B, S, d_model)."""
         _check_ids("src", src, self.config.src_vocab_size)
         x = self.embed_dropout(self.pos(self.src_embed(src)))          # (B, S, d_model)
-        mask = _sequence_mask("src_attention_mask", src_attention_mask, src)  # (B, 1, 1, S)
+        mask = padding_mask(src_attention_mask, src, name="src_attention_mask", like_name="src")  # (B, 1, 1, S)
         return self.encoder(x, mask)
 
     def decode(self, tgt_in, memory, src_attention_mask=None, tgt_attention_mask=None):
@@ -350,8 +336,10 @@ class Transformer(nn.Module):
         T = tgt_in.shape[-1]
         self_mask = causal_mask(T, device=tgt_in.device)               # (T, T)
         if tgt_attention_mask is not None:
-            self_mask = self_mask & _sequence_mask("tgt_attention_mask", tgt_attention_mask, tgt_in)
-        memory_mask = _sequence_mask("src_attention_mask", src_attention_mask, memory[..., 0])
+            self_mask = self_mask & padding_mask(tgt_attention_mask, tgt_in, name="tgt_attention_mask",
+                                                 like_name="tgt_in")
+        memory_mask = padding_mask(src_attention_mask, memory.shape[:2], name="src_attention_mask",
+                                   like_name="src")
         y = self.embed_dropout(self.pos(self.tgt_embed(tgt_in)))        # (B, T, d_model)
         y = self.decoder(y, memory, self_mask, memory_mask)
         return self.lm_head(y)                                          # (B, T, tgt_vocab_size)
@@ -446,7 +434,7 @@ class CausalLM(nn.Module):
         _check_ids("input_ids", input_ids, self.config.vocab_size)
         mask = causal_mask(input_ids.shape[1], device=input_ids.device)     # (T, T)
         if attention_mask is not None:
-            mask = mask & _sequence_mask("attention_mask", attention_mask, input_ids)  # (B,1,T,T)
+            mask = mask & padding_mask(attention_mask, input_ids)             # (B, 1, T, T)
         x = self.embed_dropout(self.pos(self.embed(input_ids)))             # (B, T, d_model)
         if return_attention:
             x, weights = self.blocks(x, mask, return_attention=True)

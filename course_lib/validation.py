@@ -57,6 +57,31 @@ def require_bool_mask(name: str, mask, target_shape: tuple[int, ...], layout: st
     return mask
 
 
+def require_attention_mask(name: str, attention_mask, like=None, like_name: str = "input_ids",
+                           floats: bool = False) -> torch.Tensor:
+    """A (B, T) attention_mask in Hugging Face's convention, 1 (or True) = token, 0 = padding:
+    bool or 0/1 integers (0./1. floats too when `floats`). With `like` (the ids it masks, or
+    their shape) it must have that shape. Every model and pooling of the course reads its
+    attention_mask through this check; `course_lib.transformer.padding_mask` turns it into the
+    (B, 1, 1, T) mask that attention takes."""
+    require_tensor(name, attention_mask)
+    if like is not None:
+        # the shape of the ids names the rank too, and says more: a (B, 1, 1, T) mask made for
+        # another library's attention reads "expected (B, T) like input_ids, got (B, 1, 1, T)"
+        expected = tuple(like.shape if isinstance(like, torch.Tensor) else like)
+        if tuple(attention_mask.shape) != expected:
+            raise ValueError(f"{name}: expected shape {expected} (B, T) like {like_name}, "
+                             f"got {shape_str(attention_mask)}")
+    require_rank(name, attention_mask, rank=2, layout="(B, T)")
+    if attention_mask.dtype == torch.bool:
+        return attention_mask
+    if attention_mask.is_complex() or (attention_mask.is_floating_point() and not floats):
+        raise ValueError(f"{name}: expected 0/1 integers or bool, got {attention_mask.dtype}")
+    if ((attention_mask != 0) & (attention_mask != 1)).any():
+        raise ValueError(f"{name}: expected only 0 (padding) and 1 (token) values")
+    return attention_mask
+
+
 def require_divisible(name: str, value: int, divisor_name: str, divisor: int) -> None:
     if divisor <= 0 or value % divisor != 0:
         raise ValueError(f"{name}={value} must be divisible by {divisor_name}={divisor}")

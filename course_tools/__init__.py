@@ -2,7 +2,6 @@
 its checks. Lessons never import from here (except lesson 00, which shows the workflow); what the
 lessons build lives in `course_lib`.
 """
-from pathlib import Path
-
-#: The repository root (the package is installed in editable mode from it).
-ROOT = Path(__file__).resolve().parent.parent
+# The repository root: one definition, course_lib's (both packages are installed, in editable
+# mode, from the same checkout).
+from course_lib import ROOT  # noqa: F401

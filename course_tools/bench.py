@@ -28,12 +28,13 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-import time
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 import torch
+
+from course_lib.fast_inference import time_interleaved
 
 from .runner import BUILD, replace_readme_block
 
@@ -50,28 +51,13 @@ def _synchronizer(device: torch.device) -> Callable[[], None]:
     return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
 
-def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
-                     sync: Callable[[], None] = lambda: None, seed: int | None = None) -> dict[str, float]:
-    """Median seconds per call of each function, measured round-robin (each round calls every
-    function once, starting one further along each round, or in a random order when `seed`
-    is given)."""
-    import random
-
-    names = list(runs)
-    rng = random.Random(seed)
-    for _ in range(warmup):
-        for name in names:
-            runs[name]()
-    sync()
-    times = {name: [] for name in names}
-    for r in range(repeats):
-        order = (names[r % len(names):] + names[:r % len(names)] if seed is None
-                 else rng.sample(names, len(names)))
-        for name in order:
-            start = time.perf_counter()
-            runs[name]()
-            sync()
-            times[name].append(time.perf_counter() - start)
+def median_seconds(runs: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
+                   sync: Callable[[], None] | None = None, seed: int | None = None,
+                   inference_mode: bool = True) -> dict[str, float]:
+    """Median seconds per call of each function, measured round-robin by lesson 25's timer
+    (`course_lib.fast_inference.time_interleaved`: each round calls every function once,
+    starting one further along each round, or in a random order when `seed` is given)."""
+    times = time_interleaved(runs, repeats, warmup, seed=seed, sync=sync, inference_mode=inference_mode)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -193,8 +179,7 @@ def bench_forward(course, hf_eager, hf_sdpa, batch, repeats, sync, padded_batch=
     runs = {"Hugging Face eager": lambda: _hf_hidden(hf_eager, batch),
             "Hugging Face SDPA": lambda: _hf_hidden(hf_sdpa, batch),
             "course BertModel": lambda: _course_hidden(course, batch)}
-    with torch.inference_mode():
-        t = time_interleaved(runs, repeats, sync=sync, seed=0)
+    t = median_seconds(runs, repeats, sync=sync, seed=0)               # in inference mode
     diff = _max_diff(course, hf_sdpa, batch)
     note = "max abs diff: all tokens of this batch"
     if padded_batch is not None:
@@ -240,8 +225,9 @@ def bench_pretraining(quick: bool, device, repeats, sync) -> list[dict]:
         model(**batch, labels=labels, next_sentence_label=nsp).loss.backward()
         opt.step()
 
-    t = time_interleaved({"hf": lambda: step(hf), "course": lambda: step(course)},
-                         repeats, sync=sync)
+    # a training step needs autograd: timed outside inference mode
+    t = median_seconds({"hf": lambda: step(hf), "course": lambda: step(course)},
+                       repeats, sync=sync, inference_mode=False)
     group = f"tiny-BERT pretraining step {B}x{T}"
     return [_row(group, "course BertForPreTraining", "transformers BertForPreTraining",
                  t["course"], t["hf"], diff=loss_diff,
@@ -276,8 +262,7 @@ def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable
     for batch in batches:
         B, T = batch["input_ids"].shape
         runs = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in {**fp32, **int8}.items()}
-        with torch.inference_mode():
-            t = time_interleaved(runs, repeats(B), seed=0)
+        t = median_seconds(runs, repeats(B), seed=0)                  # in inference mode
         best = min(fp32, key=t.get)
         reference = fi.embed(course, batch)
         for name, model in {**fp32, **int8}.items():       # the best fp32 path itself shows 1.0x

@@ -543,6 +543,9 @@ def rebuild_generator(state):
 def main() -> None:
     os.environ.pop("COURSE_GRADE_FDS", None)
     import torch
+    # Exactly one thread for the rest of this process (not course_lib.device's helpers, which
+    # honour COURSE_TORCH_THREADS): the sandbox sets OMP_NUM_THREADS=1 and limits CPU seconds,
+    # which every thread spends, so a graded call's budget must not depend on the machine.
     torch.set_num_threads(1)
     # The notebooks' set-up cells import the learner-facing `check`; here it does nothing
     # (grading happens in the grader, not in this process).

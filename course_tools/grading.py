@@ -149,6 +149,23 @@ def call_learner(case: str, fn, *args, **kwargs):
         raise CheckFailed(f"[{case}] your code raised {type(error).__name__}: {error}") from None
 
 
+def expect_value_error(case: str, call, *, what: str = "", returned: str | None = None) -> ValueError:
+    """`call()` runs the learner's code on an input it should refuse: return the ValueError it
+    raises. Another exception, or a result, fails the case: "expected a ValueError{what}, got
+    KeyError: ..." / "expected a ValueError, but {returned}" (default: the result's shape).
+    NotImplementedError passes through (the exercise is not done yet)."""
+    try:
+        got = call()
+    except ValueError as error:
+        return error
+    except (CheckFailed, NotImplementedError):
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code
+        raise CheckFailed(f"[{case}] expected a ValueError{what}, got {type(error).__name__}: {error}") from None
+    returned = returned or f"got a result of shape {tuple(getattr(got, 'shape', ()))}"
+    raise CheckFailed(f"[{case}] expected a ValueError, but {returned}")
+
+
 def expect(condition: bool, message: str) -> None:
     if not condition:
         raise CheckFailed(message)

@@ -79,3 +79,70 @@ def test_forward_equals_hugging_face():
 def test_bad_configs(kw, name):
     with pytest.raises(ValueError, match=name):
         AlbertConfig(**kw)
+
+
+def _tiny_albert():
+    torch.manual_seed(0)
+    return AlbertModel(AlbertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=4,
+                                    num_attention_heads=4, intermediate_size=64, embedding_size=16,
+                                    num_hidden_groups=2, max_position_embeddings=20)).eval()
+
+
+def test_an_all_ones_mask_takes_berts_fast_path(monkeypatch):
+    """BERT's mask helper (course_lib.bert.encoder_mask): no padding, no mask for the fused
+    kernel, and the same vectors as the masked path; a padded batch keeps its (B, 1, 1, T) mask."""
+    import torch.nn.functional as F
+
+    import course_lib.attention as attention
+
+    model, masks = _tiny_albert(), []
+    fused = F.scaled_dot_product_attention
+    monkeypatch.setattr(attention.F, "scaled_dot_product_attention",
+                        lambda *a, attn_mask=None, **k: masks.append(attn_mask) or
+                        fused(*a, attn_mask=attn_mask, **k))
+    ids = torch.randint(0, 100, (3, 9), generator=torch.Generator().manual_seed(1))
+    ones = torch.ones_like(ids)
+    with torch.no_grad():
+        fast = model(ids, attention_mask=ones)[0]
+        assert len(masks) == 4 and all(m is None for m in masks)
+        masks.clear()
+        x = model.embedding_hidden_mapping_in(model.embeddings(ids))    # the masked path, by hand
+        for i in range(4):
+            x = model.layer_for(i)(x, ones.bool()[:, None, None, :])
+        assert len(masks) == 4 and all(m is not None for m in masks)
+        torch.testing.assert_close(fast, x, atol=1e-6, rtol=0)
+        padded = ones.clone()
+        padded[1, 6:] = 0
+        masks.clear()
+        model(ids, attention_mask=padded)
+        assert len(masks) == 4 and masks[0].shape == (3, 1, 1, 9)
+
+
+def test_a_traced_albert_keeps_the_padding_mask():
+    """Traced on an unpadded batch by the ONNX exporter's own wrapper, the graph still applies
+    the mask: the no-padding shortcut is skipped while tracing."""
+    import warnings
+
+    from course_lib.fast_inference import _KeywordEncoder
+
+    model = _tiny_albert()
+    ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(2))
+    padded, types = torch.ones_like(ids), torch.zeros_like(ids)
+    padded[0, 4:] = 0
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")            # tracer warnings about Python-side checks
+        traced = torch.jit.trace(_KeywordEncoder(model), (ids, torch.ones_like(ids), types),
+                                 check_trace=False)
+        diff = traced(ids, padded, types) - model(ids, attention_mask=padded)[0]
+    assert diff[padded.bool()].abs().max().item() <= 1e-5
+
+
+def test_albert_reads_its_mask_as_bert_does():
+    model = _tiny_albert()
+    ids = torch.randint(0, 100, (2, 9))
+    with pytest.raises(ValueError, match=r"^attention_mask: expected shape \(2, 9\) \(B, T\) like input_ids, got \(2, 1, 1, 9\)"):
+        model(ids, attention_mask=torch.ones(2, 1, 1, 9, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^attention_mask: expected only 0 \(padding\) and 1 \(token\) values"):
+        model(ids, attention_mask=torch.full((2, 9), 2))
+    with pytest.raises(ValueError, match=r"^input_ids: expected a torch\.Tensor, got list"):
+        model(ids.tolist())

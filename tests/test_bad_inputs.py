@@ -194,7 +194,7 @@ TRANSFORMER += [
     ("Transformer tgt_in float", lambda: _model(_src, _tgt.float()), r"^tgt_in: expected integer ids .*got dtype torch\.float32"),
     ("Transformer src list", lambda: _model(_src.tolist(), _tgt), r"^src: expected a torch\.Tensor, got list"),
     ("Transformer src mask shape", lambda: _model(_src, _tgt, src_attention_mask=torch.ones(2, 5, dtype=torch.long)),
-     r"^src_attention_mask: expected shape \(2, 6\) like the ids it masks, got \(2, 5\)"),
+     r"^src_attention_mask: expected shape \(2, 6\) \(B, T\) like src, got \(2, 5\)"),
     ("greedy_decode bos_id 11", lambda: _model.greedy_decode(_src, 3, bos_id=11), r"^bos_id: expected an id in \[0, tgt_vocab_size=11\), got 11"),
     ("greedy_decode bos_id -1", lambda: _model.greedy_decode(_src, 3, bos_id=-1), r"^bos_id: expected an id in \[0, tgt_vocab_size=11\), got -1"),
     ("greedy_decode bos_id float", lambda: _model.greedy_decode(_src, 3, bos_id=1.0), r"^bos_id: expected an int, got float 1\.0"),
@@ -209,7 +209,7 @@ TRANSFORMER += [
     ("CausalLM rank 1", lambda: _lm(torch.ones(4, dtype=torch.long)), r"^input_ids: expected a 2-D tensor \(B, T\), got shape \(4,\)"),
     ("CausalLM float ids", lambda: _lm(torch.ones(2, 4)), r"^input_ids: expected integer ids .*float32"),
     ("CausalLM mask shape", lambda: _lm(torch.ones(2, 4, dtype=torch.long), torch.ones(2, 3, dtype=torch.long)),
-     r"^attention_mask: expected shape \(2, 4\) like the ids it masks, got \(2, 3\)"),
+     r"^attention_mask: expected shape \(2, 4\) \(B, T\) like input_ids, got \(2, 3\)"),
     ("CausalLM positions kind", lambda: transformer.CausalLM(transformer.CausalLMConfig(11, positions="rope")), r"^positions: expected 'learned' or 'sinusoidal', got 'rope'"),
     ("generate max_new_tokens -1", lambda: _lm.generate(torch.ones(1, 2, dtype=torch.long), -1), r"^max_new_tokens: expected an int >= 0, got -1"),
 ]
@@ -321,8 +321,8 @@ for _fn in (pooling.mean_pooling, pooling.max_pooling):
     _n = _fn.__name__
     POOLING += [
         (f"{_n} mask shape", lambda f=_fn: f(_h, torch.ones(2, 3)), r"^attention_mask: expected shape \(2, 4\) \(B, T\) .*got \(2, 3\)"),
-        (f"{_n} mask rank 3", lambda f=_fn: f(_h, torch.ones(2, 4, 1)), r"^attention_mask: expected a 2-D tensor \(B, T\), got shape \(2, 4, 1\)"),
-        (f"{_n} mask values", lambda f=_fn: f(_h, torch.full((2, 4), 2)), r"^attention_mask: expected 1 \(token\) and 0 \(padding\) only, got other values"),
+        (f"{_n} mask rank 3", lambda f=_fn: f(_h, torch.ones(2, 4, 1)), r"^attention_mask: expected shape \(2, 4\) \(B, T\) like hidden_states' first two dims, got \(2, 4, 1\)"),
+        (f"{_n} mask values", lambda f=_fn: f(_h, torch.full((2, 4), 2)), r"^attention_mask: expected only 0 \(padding\) and 1 \(token\) values"),
         (f"{_n} hidden rank 2", lambda f=_fn: f(torch.randn(4, 8), _m), r"^hidden_states: expected a 3-D tensor \(B, T, H\), got shape \(4, 8\)"),
         (f"{_n} hidden int", lambda f=_fn: f(torch.ones(2, 4, 8, dtype=torch.long), _m), r"^hidden_states: expected a floating-point tensor, got torch\.int64"),
         (f"{_n} hidden list", lambda f=_fn: f([[0.0]], _m), r"^hidden_states: expected a torch\.Tensor, got list"),

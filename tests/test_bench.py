@@ -61,8 +61,8 @@ def test_readme_has_the_bench_markers():
 
 def test_interleaved_timer_calls_every_function_each_round():
     calls = []
-    t = bench.time_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
-                               repeats=3, warmup=1)
+    t = bench.median_seconds({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                             repeats=3, warmup=1)
     assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
     assert set(t) == {"a", "b"} and all(v >= 0 for v in t.values())
 
@@ -81,5 +81,5 @@ def test_half_padded_batch_masks_the_second_half_of_the_rows():
 
 def test_shuffled_timer_still_calls_every_function_each_round():
     calls = []
-    bench.time_interleaved({n: (lambda n=n: calls.append(n)) for n in "abc"}, repeats=4, warmup=0, seed=0)
+    bench.median_seconds({n: (lambda n=n: calls.append(n)) for n in "abc"}, repeats=4, warmup=0, seed=0)
     assert all(sorted(calls[i:i + 3]) == list("abc") for i in range(0, 12, 3))

@@ -2,6 +2,7 @@
 unique per process and call."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -35,11 +36,18 @@ def test_source_digest_changes_with_any_imported_file(tmp_path):
     assert cache.source_digest(cache.source_modules(pkg / "a.py")) != before
 
 
-def test_same_recipe_as_pretraining_source_digest():
+def test_pretraining_keys_its_checkpoints_with_these_helpers():
+    """One recipe: pretraining's source list, digest and key are course_lib.cache's."""
     from course_lib import pretraining
 
     files = pretraining.source_modules()
-    assert cache.source_digest(files) == pretraining.source_digest(files)
+    assert files == cache.source_modules(Path(pretraining.__file__))
+    assert pretraining.source_digest() == cache.source_digest(files)
+    config = pretraining.PretrainConfig()
+    inputs = {"config": dataclasses.asdict(config), "seed": 0, "threads": 1}
+    assert pretraining.cache_key(config, 0, 1) == cache.cache_key(
+        inputs, cache.versions("torch"), cache.source_digest(files), length=12)
+    assert pretraining.cache_path(config, 0, num_threads=1).parent == cache.cache_dir("pretraining")
 
 
 def test_cache_key_changes_with_inputs_versions_and_source():

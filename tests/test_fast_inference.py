@@ -178,6 +178,23 @@ def test_time_interleaved_rounds():
     assert calls.count("a") == 4 and calls[2:4] == ["a", "b"] and calls[4:6] == ["b", "a"]
 
 
+def test_time_interleaved_syncs_inside_the_timed_span_and_can_keep_autograd():
+    """The options `course bench` needs: a GPU synchronisation after the warm-up and after
+    every call (so the clock waits for the kernels), and a training step timed with autograd."""
+    events, modes = [], []
+    runs = {n: (lambda n=n: events.append(n) or modes.append(torch.is_inference_mode_enabled()))
+            for n in "ab"}
+    time_interleaved(runs, repeats=2, warmup=1, sync=lambda: events.append("sync"))
+    assert events == ["a", "b", "sync", "a", "sync", "b", "sync", "b", "sync", "a", "sync"]
+    assert all(modes)                                              # inference mode by default
+    modes.clear()
+    time_interleaved(runs, repeats=1, warmup=0, inference_mode=False)
+    assert modes == [False, False]
+    w = torch.ones(2, requires_grad=True)
+    time_interleaved({"step": lambda: (w * 2).sum().backward()}, repeats=1, inference_mode=False)
+    assert torch.equal(w.grad, torch.full((2,), 4.0))                # warm-up + 1 round
+
+
 def test_onnx_cache_key_sees_config_and_course_source(tmp_path, monkeypatch):
     import shutil
 

@@ -258,10 +258,10 @@ def test_greedy_decode_shape_and_consistency():
 def one_thread():
     """Tiny models gain nothing from a second thread, and on a busy machine OpenMP's
     barriers made each step ~15x slower with 2 threads; one thread also fixes the numerics."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    from course_lib.device import torch_threads
+
+    with torch_threads(1):
+        yield
 
 
 @pytest.mark.parametrize("task", ["copy", "reverse"])

@@ -9,6 +9,8 @@ from functools import lru_cache
 
 import torch
 
+from course_lib.pooling import mean_pooling
+
 from ..grading import CheckFailed, exercise, expect_close, expect_tensor, randint
 
 
@@ -53,7 +55,7 @@ def _diagnose(case, got, hidden, mask, query, expected):
     if torch.allclose(got, wrong_axis, atol=1e-4) and not torch.allclose(wrong_axis, expected, atol=1e-4):
         raise CheckFailed(f"[{case}] your weights are normalised over the batch (dim 0); normalise over "
                           f"the tokens of each row")
-    mean = (h * real.unsqueeze(-1)).sum(1) / real.sum(1, keepdim=True).clamp(min=1)
+    mean = mean_pooling(h, real)
     if torch.allclose(got, mean, atol=1e-4) and not torch.allclose(mean, expected, atol=1e-4):
         raise CheckFailed(f"[{case}] you returned the masked mean: the weights must come from the "
                           f"softmax of hidden_states @ query")
@@ -142,9 +144,8 @@ def _minilm_batch():
             from sentence_transformers.models import Pooling
         mean = Pooling(hidden.shape[-1], pooling_mode="mean")(
             {"token_embeddings": hidden, "attention_mask": enc["attention_mask"]})["sentence_embedding"]
-    except ImportError:  # sentence-transformers' formula, written out
-        m = enc["attention_mask"].unsqueeze(-1).float()
-        mean = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+    except ImportError:  # the course's masked mean: sentence-transformers' formula on rows with a token
+        mean = mean_pooling(hidden, enc["attention_mask"])
     return hidden, enc["attention_mask"], mean
 
 
