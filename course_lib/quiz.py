@@ -172,7 +172,8 @@ def accepted_range(item: Item, ranges: dict) -> tuple[float, float]:
     return low - widen, high + widen
 
 
-def _measured(item: Item, ranges: dict) -> str:
+def _measured(item: Item, ranges: dict) -> tuple[str, int]:
+    """The claim's swept range as the learner reads it, formatted with its unit, and the run count."""
     low, high, runs = ranges[(f"{item.lesson:02d}", item.claim)]
     low, high = measured_range(low, high, item.scale, item.log10)
     return f"{_fmt(low)}–{_fmt(high)}{item.unit}", runs
