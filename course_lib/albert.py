@@ -23,7 +23,8 @@ from dataclasses import dataclass, fields
 import torch
 from torch import nn
 
-from .bert import BertConfig, BertEmbeddings, BertPooler, bert_layer, encoder_mask, init_bert_weights
+from .bert import (BertConfig, BertEmbeddings, BertModelOutput, BertPooler, bert_layer, encoder_mask,
+                   init_bert_weights, run_layers)
 from .validation import require_rank
 
 
@@ -55,7 +56,7 @@ def _embedding_config(config: AlbertConfig) -> BertConfig:
 
 
 class AlbertModel(nn.Module):
-    """input_ids (B, T) -> (sequence_output (B, T, H), pooled_output (B, H))."""
+    """input_ids (B, T) -> BertModelOutput: last_hidden_state (B, T, H), pooler_output (B, H)."""
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
@@ -71,17 +72,20 @@ class AlbertModel(nn.Module):
         per_group = self.config.num_hidden_layers // self.config.num_hidden_groups
         return self.groups[i // per_group]
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None):
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None,
+                output_hidden_states: bool = False, output_attentions: bool = False
+                ) -> BertModelOutput:
         """input_ids, token_type_ids: (B, T) ids; attention_mask: (B, T), 1 = token, 0 = padding.
-        Returns (sequence_output (B, T, H), pooled_output (B, H)). The mask is BERT's
-        (`course_lib.bert.encoder_mask`): none at all for a batch without padding."""
+        Returns BERT's `BertModelOutput`, and runs its layers as BERT does
+        (`course_lib.bert.run_layers`: no mask at all without padding, only the real tokens with)."""
         require_rank("input_ids", input_ids, rank=2, layout="(B, T)")  # a list from encode() too
         mask = encoder_mask(attention_mask, input_ids)                       # (B, 1, 1, T) or None
         x = self.embeddings(input_ids, token_type_ids)                       # (B, T, E)
         x = self.embedding_hidden_mapping_in(x)                              # (B, T, H)
-        for i in range(self.config.num_hidden_layers):
-            x = self.layer_for(i)(x, mask)                                   # same weights, again
-        return x, self.pooler(x)
+        layers = (self.layer_for(i) for i in range(self.config.num_hidden_layers))  # shared weights
+        last, hidden_states, attentions = run_layers(layers, x, attention_mask, mask,
+                                                     output_hidden_states, output_attentions)
+        return BertModelOutput(last, self.pooler(last), hidden_states, attentions)
 
 
 def count_parameters(module: nn.Module) -> int:

@@ -25,9 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .activations import get_activation
 from .layernorm import LayerNorm
 from .masking import IGNORE_INDEX
-from .transformer import EncoderLayer, padding_mask
+from .transformer import EncoderLayer, TokenPacking, padding_mask
 from .validation import (require_divisible, require_finite, require_id, require_ids, require_int,
                          require_labels, require_positive, require_positive_int, require_probability,
                          require_rank, require_tensor, shape_str)
@@ -137,30 +138,18 @@ def bert_layer(config: BertConfig) -> EncoderLayer:
     Two differences from `nn.TransformerEncoderLayer`-style dropout: BERT drops attention
     probabilities with its own rate, and has no dropout between the two FFN matrices.
 
-    Speed: the layer's LayerNorms and GELU are PyTorch's fused kernels (`nn.LayerNorm`,
+    Speed: fused=True - the layer's LayerNorms and GELU are PyTorch's kernels (`nn.LayerNorm`,
     `nn.GELU`), the same functions as `course_lib.layernorm.LayerNorm` and
     `course_lib.activations.GELU` (lessons 07 and 10 prove them equal; the parameter names
     `weight`/`bias` are the same). The written-out formulas read the activations 5-8 times
     each; in BERT they made the whole model ~25% slower than Hugging Face's.
     """
-    layer = EncoderLayer(config.hidden_size, config.num_attention_heads, config.intermediate_size,
-                         dropout=config.hidden_dropout_prob,
-                         activation=_HF_ACTIVATIONS[config.hidden_act], norm_first=False,
-                         layer_norm_eps=config.layer_norm_eps)
-    layer.self_attn.dropout = config.attention_probs_dropout_prob
-    layer.dropout = nn.Identity()
-    layer.activation = _fused_activation(config.hidden_act)
-    layer.norm1 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-    layer.norm2 = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-    return layer
-
-
-def _fused_activation(hidden_act: str) -> nn.Module:
-    """PyTorch's module for a Hugging Face activation name (one fused kernel)."""
-    name = _HF_ACTIVATIONS[hidden_act]
-    if name == "relu":
-        return nn.ReLU()
-    return nn.GELU(approximate="tanh" if name == "gelu_tanh" else "none")
+    return EncoderLayer(config.hidden_size, config.num_attention_heads, config.intermediate_size,
+                        dropout=config.hidden_dropout_prob,
+                        activation=_HF_ACTIVATIONS[config.hidden_act], norm_first=False,
+                        layer_norm_eps=config.layer_norm_eps,
+                        attention_dropout=config.attention_probs_dropout_prob,
+                        activation_dropout=0.0, fused=True)
 
 
 class BertPooler(nn.Module):
@@ -174,8 +163,45 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(sequence_output[:, 0]))           # (B, H)
 
 
+@dataclass
+class BertModelOutput:
+    """What BertModel (and AlbertModel) return, whatever the flags - Hugging Face's names."""
+    last_hidden_state: torch.Tensor                      # (B, T, H); zeros at padded positions
+    pooler_output: torch.Tensor                          # (B, H): tanh(dense(h_[CLS]))
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # output_hidden_states: L + 1 of (B, T, H)
+    attentions: tuple[torch.Tensor, ...] | None = None     # output_attentions: L of (B, nh, T, T)
+
+
+def run_layers(layers, x, attention_mask, mask, output_hidden_states: bool = False,
+               output_attentions: bool = False):
+    """x (B, T, H) through `layers` (BERT's, ALBERT's shared ones, a student's) ->
+    (last (B, T, H), hidden_states or None, attentions or None).
+
+    With padding (mask not None) the layers run on the real tokens only (`TokenPacking`):
+    padded positions come out as zeros instead of vectors nobody should read. Not when
+    attentions are requested (the explicit path keeps the (B, T) layout) nor while tracing
+    (an exported graph must not depend on one batch's padding).
+    """
+    packing = None
+    if mask is not None and not output_attentions and not _tracing():
+        packing = TokenPacking(attention_mask)
+    hidden_states, attentions = [x], []
+    h = packing.pack(x) if packing is not None else x                    # (N, H) or (B, T, H)
+    for layer in layers:
+        if output_attentions:                                            # the explicit path
+            h, weights = layer.forward_with_attention(h, mask)           # weights (B, nh, T, T)
+            attentions.append(weights)
+        else:                                                            # the fused kernel
+            h = layer(h, mask, packing=packing)
+        if output_hidden_states:
+            hidden_states.append(packing.unpack(h) if packing is not None else h)
+    last = packing.unpack(h) if packing is not None else h               # (B, T, H)
+    return (last, tuple(hidden_states) if output_hidden_states else None,
+            tuple(attentions) if output_attentions else None)
+
+
 class BertModel(nn.Module):
-    """input_ids (B, T) -> (sequence_output (B, T, H), pooled_output (B, H))."""
+    """input_ids (B, T) -> BertModelOutput: last_hidden_state (B, T, H), pooler_output (B, H)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -186,37 +212,23 @@ class BertModel(nn.Module):
         self.apply(lambda m: init_bert_weights(m, config.initializer_range))
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None,
-                output_hidden_states: bool = False, output_attentions: bool = False):
+                output_hidden_states: bool = False, output_attentions: bool = False
+                ) -> BertModelOutput:
         """input_ids, token_type_ids: (B, T) ids; attention_mask: (B, T), 1 = token, 0 = padding.
 
-        Returns (sequence_output, pooled_output). If output_hidden_states or output_attentions
-        is set, a third element is a dict with the requested entries:
-          "hidden_states": tuple of num_hidden_layers + 1 tensors (B, T, H): the embeddings'
-                           output, then every layer's (the last is sequence_output);
-          "attentions":    tuple of num_hidden_layers tensors (B, n_heads, T, T).
-        Padded positions still get vectors (they attend to the real tokens), which callers
-        ignore; no real token attends to a padded one.
+        Returns a BertModelOutput; output_hidden_states / output_attentions fill its
+          hidden_states: num_hidden_layers + 1 tensors (B, T, H): the embeddings' output, then
+                         every layer's (the last is last_hidden_state);
+          attentions:    num_hidden_layers tensors (B, n_heads, T, T).
+        No real token attends to a padded one, and the layers skip the padded positions
+        (see `run_layers`): their vectors are zeros, which callers ignore.
         """
         require_rank("input_ids", input_ids, rank=2, layout="(B, T)")  # a list from encode() too
         mask = encoder_mask(attention_mask, input_ids)                   # (B, 1, 1, T) or None
         x = self.embeddings(input_ids, token_type_ids)                   # (B, T, H)
-        hidden_states, attentions = [x], []
-        for layer in self.layers:
-            if output_attentions:                                        # the explicit path
-                x, weights = layer(x, mask, return_attention=True)       # weights (B, nh, T, T)
-                attentions.append(weights)
-            else:                                                        # the fused kernel
-                x = layer(x, mask)
-            hidden_states.append(x)
-        pooled = self.pooler(x)
-        if not (output_hidden_states or output_attentions):
-            return x, pooled
-        extras = {}
-        if output_hidden_states:
-            extras["hidden_states"] = tuple(hidden_states)
-        if output_attentions:
-            extras["attentions"] = tuple(attentions)
-        return x, pooled, extras
+        last, hidden_states, attentions = run_layers(self.layers, x, attention_mask, mask,
+                                                     output_hidden_states, output_attentions)
+        return BertModelOutput(last, self.pooler(last), hidden_states, attentions)
 
     # -- Hugging Face weights ---------------------------------------------------------------
     @classmethod
@@ -325,7 +337,7 @@ class BertLMHead(nn.Module):
         super().__init__()
         H, V = config.hidden_size, config.vocab_size
         self.dense = nn.Linear(H, H)
-        self.activation = _fused_activation(config.hidden_act)          # see bert_layer
+        self.activation = get_activation(_HF_ACTIVATIONS[config.hidden_act], fused=True)
         self.LayerNorm = nn.LayerNorm(H, eps=config.layer_norm_eps)
         self.decoder = nn.Linear(H, V, bias=False)
         self.decoder.weight = word_embeddings.weight                   # tied
@@ -370,9 +382,9 @@ class BertForPreTraining(nn.Module):
              + mean cross-entropy of the 2-way sentence-pair classification.
         Unmasked positions contribute nothing: their labels are -100.
         """
-        sequence_output, pooled = self.bert(input_ids, token_type_ids, attention_mask)
-        prediction_logits = self.mlm_head(sequence_output)               # (B, T, V)
-        seq_relationship_logits = self.nsp_head(pooled)                  # (B, 2)
+        out = self.bert(input_ids, token_type_ids, attention_mask)
+        prediction_logits = self.mlm_head(out.last_hidden_state)         # (B, T, V)
+        seq_relationship_logits = self.nsp_head(out.pooler_output)       # (B, 2)
         mlm_loss = nsp_loss = None
         if labels is not None:
             require_rank("labels", labels, rank=2, layout="(B, T)")

@@ -28,6 +28,7 @@ teacher's, normalised, at layers chosen every few layers ("skip") or the last on
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -169,11 +170,17 @@ def pkd_loss(student_hidden, teacher_hidden) -> torch.Tensor:
     return total
 
 
-class BertClassifier(nn.Module):
-    """BertModel + a linear layer on the pooled [CLS] vector: (B, T) ids -> (B, num_labels).
+@dataclass
+class SequenceClassifierOutput:
+    """What BertClassifier returns, whatever the flags - Hugging Face's names."""
+    logits: torch.Tensor                                   # (B, num_labels)
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # output_hidden_states (for PKD)
 
-    `forward(..., output_hidden_states=True)` also returns BertModel's hidden states (for PKD).
-    """
+
+class BertClassifier(nn.Module):
+    """BertModel + a linear layer on the pooled [CLS] vector: (B, T) ids ->
+    SequenceClassifierOutput, logits (B, num_labels); with output_hidden_states=True also
+    BertModel's hidden states (for PKD)."""
 
     def __init__(self, bert: BertModel, num_labels: int):
         super().__init__()
@@ -182,13 +189,11 @@ class BertClassifier(nn.Module):
         self.bert = bert
         self.classifier = nn.Linear(bert.config.hidden_size, num_labels)
 
-    def forward(self, input_ids, attention_mask=None, output_hidden_states: bool = False):
-        if output_hidden_states:
-            _, pooled, extras = self.bert(input_ids, attention_mask=attention_mask,
-                                          output_hidden_states=True)
-            return self.classifier(pooled), extras["hidden_states"]
-        _, pooled = self.bert(input_ids, attention_mask=attention_mask)
-        return self.classifier(pooled)                                   # (B, num_labels)
+    def forward(self, input_ids, attention_mask=None, output_hidden_states: bool = False
+                ) -> SequenceClassifierOutput:
+        out = self.bert(input_ids, attention_mask=attention_mask,
+                        output_hidden_states=output_hidden_states)
+        return SequenceClassifierOutput(self.classifier(out.pooler_output), out.hidden_states)
 
 
 def classifier_student(teacher: BertClassifier, layers: list[int] | None = None) -> BertClassifier:

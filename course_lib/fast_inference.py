@@ -228,7 +228,7 @@ class _KeywordEncoder(nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids):
         out = self.model(input_ids=input_ids, attention_mask=attention_mask,
                          token_type_ids=token_type_ids)
-        return out[0]                                                   # (B, T, H)
+        return out.last_hidden_state                                    # (B, T, H)
 
 
 def state_digest(model: nn.Module) -> str:
@@ -357,9 +357,16 @@ def ort_options(num_threads: int | None = None, fusions: bool = True):
     return options
 
 
+@dataclasses.dataclass
+class EncoderOutput:
+    """An ONNX Runtime encoder's result, named as a BertModel's (no pooler in the graph)."""
+    last_hidden_state: torch.Tensor                                      # (B, T, H)
+
+
 class OnnxEncoder:
     """An ONNX Runtime session behind the call signature of a BertModel:
-    `encoder(input_ids=, attention_mask=, token_type_ids=)` -> (last_hidden_state,) as torch."""
+    `encoder(input_ids=, attention_mask=, token_type_ids=)` -> an output whose
+    `last_hidden_state` is a torch tensor, as a course or Hugging Face BertModel's."""
 
     def __init__(self, path: Path, num_threads: int | None = None, fusions: bool = True):
         import onnxruntime as ort
@@ -377,7 +384,7 @@ class OnnxEncoder:
                  "attention_mask": attention_mask.cpu().numpy(),
                  "token_type_ids": token_type_ids.cpu().numpy()}
         (hidden,) = self.session.run(["last_hidden_state"], feeds)
-        return (torch.from_numpy(hidden),)
+        return EncoderOutput(torch.from_numpy(hidden))
 
     def size_bytes(self) -> int:
         return self.path.stat().st_size
@@ -408,7 +415,7 @@ def size_on_disk(model) -> int:
 def _hidden(model, batch: dict) -> torch.Tensor:
     out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                 token_type_ids=batch.get("token_type_ids"))
-    return out[0] if isinstance(out, (tuple, list)) else out.last_hidden_state
+    return out.last_hidden_state              # course, Hugging Face and ONNX Runtime alike
 
 
 def embed(model, batch: dict) -> torch.Tensor:

@@ -77,6 +77,31 @@ def _check_ids(name, ids, vocab_size):
 
 # --------------------------------------------------------------------------- layers
 
+class TokenPacking:
+    """Where the real tokens of a padded (B, T) batch sit, to skip the padding.
+
+    Everything in a layer except attention works token by token (projections, the FFN,
+    LayerNorm, residual adds), so it can run on the N real tokens alone, packed as (N, d_model):
+    a batch with a quarter of its positions padded does a quarter less of that work. Attention
+    needs the (B, T) layout back for a moment (`unpack`, zeros at the padding, which the mask
+    hides from every real query). Hugging Face's BERT computes the padded positions too.
+    """
+
+    def __init__(self, attention_mask):
+        B, T = attention_mask.shape                                        # validated by the caller
+        self.batch_size, self.seq_len = B, T
+        self.index = attention_mask.reshape(-1).nonzero().squeeze(1)       # (N,) into B*T
+
+    def pack(self, x):
+        """(B, T, ...) -> (N, ...): the real tokens, row by row."""
+        return x.reshape(self.batch_size * self.seq_len, *x.shape[2:]).index_select(0, self.index)
+
+    def unpack(self, x):
+        """(N, ...) -> (B, T, ...), zeros at the padded positions."""
+        out = x.new_zeros(self.batch_size * self.seq_len, *x.shape[1:])
+        return out.index_copy(0, self.index, x).view(self.batch_size, self.seq_len, *x.shape[1:])
+
+
 class EncoderLayer(nn.Module):
     """Self-attention then a position-wise FFN, each wrapped in a residual and a LayerNorm.
 
@@ -88,45 +113,81 @@ class EncoderLayer(nn.Module):
         x = x + dropout2(ffn(norm2(x)))
     The FFN is `course_lib.feedforward.FeedForward`'s, with its members on the layer itself
     (PyTorch's layout) so state dicts copy from `nn.TransformerEncoderLayer`.
+
+    `dropout` is every dropout's rate unless `attention_dropout` (on the attention
+    probabilities) or `activation_dropout` (between the two FFN matrices) say otherwise - BERT
+    uses its own attention rate and none between the FFN matrices (`course_lib.bert.bert_layer`).
+    fused=True takes PyTorch's `nn.LayerNorm` and `nn.GELU` (one kernel each) instead of the
+    course's written-out `LayerNorm` and `GELU`: the same functions (lessons 07 and 10 prove it),
+    the same parameter names, faster.
+
+    forward(x, mask) returns x; forward_with_attention(x, mask) returns (x, weights) - two
+    methods, so each always returns the same type.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
-                 activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
+                 activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5,
+                 *, attention_dropout: float | None = None, activation_dropout: float | None = None,
+                 fused: bool = False):
         super().__init__()
         _check_layer_sizes(d_model, n_heads, d_ff, dropout, layer_norm_eps)
+        attention_dropout = dropout if attention_dropout is None else attention_dropout
+        activation_dropout = dropout if activation_dropout is None else activation_dropout
+        require_probability("attention_dropout", attention_dropout)
+        require_probability("activation_dropout", activation_dropout)
+        norm = nn.LayerNorm if fused else LayerNorm
         self.d_model, self.n_heads, self.norm_first = d_model, n_heads, norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
         self.linear1 = nn.Linear(d_model, d_ff)
-        self.activation = get_activation(activation)
-        self.dropout = nn.Dropout(dropout)
+        self.activation = get_activation(activation, fused=fused)
+        # no module at rate 0 (BERT): nn.Dropout(0.0) would be a no-op call per layer
+        self.dropout = nn.Dropout(activation_dropout) if activation_dropout else nn.Identity()
         self.linear2 = nn.Linear(d_ff, d_model)
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm1 = norm(d_model, eps=layer_norm_eps)
+        self.norm2 = norm(d_model, eps=layer_norm_eps)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def forward(self, x, mask=None, return_attention: bool = False):
+    def forward(self, x, mask=None, packing: TokenPacking | None = None):
         """x: (B, T, d_model); mask: bool, broadcastable to (B, n_heads, T, T), True = may attend.
+        Returns x (B, T, d_model). The attention runs PyTorch's fused kernel (no weights kept).
 
-        Returns x (B, T, d_model), or (x, weights (B, n_heads, T, T)) if return_attention.
-        Without return_attention the attention runs PyTorch's fused kernel (no weights kept).
+        packing: a `TokenPacking` of the batch's padding; x is then its (N, d_model) real tokens
+        and so is the result (what BERT does with a padded batch).
         """
-        _check_input("x", x, self)
-        _check_mask("mask", mask, x.shape[0], self.n_heads, x.shape[1], x.shape[1])
+        return self._forward(x, mask, packing, need_weights=False)[0]
+
+    def forward_with_attention(self, x, mask=None):
+        """As forward, through the course's explicit attention, which keeps the weights:
+        returns (x (B, T, d_model), weights (B, n_heads, T, T))."""
+        return self._forward(x, mask, None, need_weights=True)
+
+    def _forward(self, x, mask, packing, need_weights):
+        if packing is None:
+            _check_input("x", x, self)
+            B, T = x.shape[:2]
+        else:
+            require_rank("x", x, rank=2, layout="(N, d_model): the real tokens of a packed batch")
+            require_size("x", x, -1, self.d_model, "d_model")
+            B, T = packing.batch_size, packing.seq_len
+        _check_mask("mask", mask, B, self.n_heads, T, T)
         if self.norm_first:
-            a, weights = self._sa_block(self.norm1(x), mask, return_attention)
+            a, weights = self._sa_block(self.norm1(x), mask, packing, need_weights)
             x = x + a
             x = x + self._ff_block(self.norm2(x))
         else:
-            a, weights = self._sa_block(x, mask, return_attention)
+            a, weights = self._sa_block(x, mask, packing, need_weights)
             x = self.norm1(x + a)
             x = self.norm2(x + self._ff_block(x))
-        return (x, weights) if return_attention else x
+        return x, weights
 
-    def _sa_block(self, x, mask, need_weights):
-        # (B, T, d_model), and (B, n_heads, T, T) weights or None
+    def _sa_block(self, x, mask, packing, need_weights):
+        if packing is not None:
+            x = packing.unpack(x)                                       # (B, T, d_model)
         out, weights = self.self_attn(x, x, x, mask=mask, need_weights=need_weights)
-        return self.dropout1(out), weights
+        if packing is not None:
+            out = packing.pack(out)                                     # (N, d_model)
+        return self.dropout1(out), weights       # weights (B, n_heads, T, T) or None
 
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
@@ -230,19 +291,20 @@ class TransformerEncoder(nn.Module):
             for _ in range(n_layers))
         self.norm = LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
 
-    def forward(self, x, mask=None, return_attention: bool = False):
-        """x: (B, T, d_model) -> (B, T, d_model); with return_attention also a list of
-        (B, n_heads, T, T) weights, one per layer."""
+    def forward(self, x, mask=None):
+        """x: (B, T, d_model) -> (B, T, d_model)."""
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x) if self.norm is not None else x
+
+    def forward_with_attention(self, x, mask=None):
+        """As forward, keeping every layer's attention: returns (x (B, T, d_model), a list of
+        (B, n_heads, T, T) weights, one per layer)."""
         weights = []
         for layer in self.layers:
-            if return_attention:
-                x, w = layer(x, mask, return_attention=True)
-                weights.append(w)
-            else:
-                x = layer(x, mask)
-        if self.norm is not None:
-            x = self.norm(x)
-        return (x, weights) if return_attention else x
+            x, w = layer.forward_with_attention(x, mask)
+            weights.append(w)
+        return (self.norm(x) if self.norm is not None else x), weights
 
 
 class TransformerDecoder(nn.Module):
@@ -428,18 +490,25 @@ class CausalLM(nn.Module):
         if c.tie_weights:
             self.lm_head.weight = self.embed.weight
 
-    def forward(self, input_ids, attention_mask=None, return_attention: bool = False):
+    def forward(self, input_ids, attention_mask=None):
         """input_ids: (B, T); attention_mask: optional (B, T) 1 = token, 0 = padding.
-        Returns logits (B, T, vocab_size) (and the per-layer weights if return_attention)."""
+        Returns logits (B, T, vocab_size)."""
+        x, mask = self._embed(input_ids, attention_mask)
+        return self.lm_head(self.blocks(x, mask))                           # (B, T, vocab_size)
+
+    def forward_with_attention(self, input_ids, attention_mask=None):
+        """As forward, keeping the attention: returns (logits (B, T, vocab_size), a list of
+        (B, n_heads, T, T) weights, one per layer)."""
+        x, mask = self._embed(input_ids, attention_mask)
+        x, weights = self.blocks.forward_with_attention(x, mask)
+        return self.lm_head(x), weights
+
+    def _embed(self, input_ids, attention_mask):
         _check_ids("input_ids", input_ids, self.config.vocab_size)
         mask = causal_mask(input_ids.shape[1], device=input_ids.device)     # (T, T)
         if attention_mask is not None:
             mask = mask & padding_mask(attention_mask, input_ids)             # (B, 1, T, T)
-        x = self.embed_dropout(self.pos(self.embed(input_ids)))             # (B, T, d_model)
-        if return_attention:
-            x, weights = self.blocks(x, mask, return_attention=True)
-            return self.lm_head(x), weights                                 # (B, T, vocab_size)
-        return self.lm_head(self.blocks(x, mask))                           # (B, T, vocab_size)
+        return self.embed_dropout(self.pos(self.embed(input_ids))), mask    # (B, T, d_model)
 
     @torch.no_grad()
     def generate(self, input_ids, max_new_tokens: int):

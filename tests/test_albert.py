@@ -66,11 +66,14 @@ def test_forward_equals_hugging_face():
     ids = torch.randint(0, 100, (3, 9))
     attention_mask = torch.ones(3, 9, dtype=torch.long)
     attention_mask[1, 6:] = 0
-    seq, pooled = ours(ids, attention_mask=attention_mask)
+    out = ours(ids, attention_mask=attention_mask)
     ref = hf(ids, attention_mask=attention_mask)
     real = attention_mask.bool()
-    torch.testing.assert_close(seq[real], ref.last_hidden_state[real], atol=1e-5, rtol=0)
-    torch.testing.assert_close(pooled, ref.pooler_output, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.last_hidden_state[real], ref.last_hidden_state[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.pooler_output, ref.pooler_output, atol=1e-5, rtol=0)
+    with_states = ours(ids, attention_mask=attention_mask, output_hidden_states=True)
+    assert len(with_states.hidden_states) == 5                      # embeddings + 4 layers
+    torch.testing.assert_close(with_states.hidden_states[-1], out.last_hidden_state)
 
 
 @pytest.mark.parametrize("kw, name", [(dict(num_hidden_groups=5), "num_hidden_groups"),
@@ -103,7 +106,7 @@ def test_an_all_ones_mask_takes_berts_fast_path(monkeypatch):
     ids = torch.randint(0, 100, (3, 9), generator=torch.Generator().manual_seed(1))
     ones = torch.ones_like(ids)
     with torch.no_grad():
-        fast = model(ids, attention_mask=ones)[0]
+        fast = model(ids, attention_mask=ones).last_hidden_state
         assert len(masks) == 4 and all(m is None for m in masks)
         masks.clear()
         x = model.embedding_hidden_mapping_in(model.embeddings(ids))    # the masked path, by hand
@@ -133,7 +136,7 @@ def test_a_traced_albert_keeps_the_padding_mask():
         warnings.simplefilter("ignore")            # tracer warnings about Python-side checks
         traced = torch.jit.trace(_KeywordEncoder(model), (ids, torch.ones_like(ids), types),
                                  check_trace=False)
-        diff = traced(ids, padded, types) - model(ids, attention_mask=padded)[0]
+        diff = traced(ids, padded, types) - model(ids, attention_mask=padded).last_hidden_state
     assert diff[padded.bool()].abs().max().item() <= 1e-5
 
 

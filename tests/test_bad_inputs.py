@@ -475,7 +475,7 @@ def test_minus_100_labels_and_0_1_or_bool_masks():
     labels[:, 2] = _ids[:, 2]
     assert torch.isfinite(_pre(_ids, labels=labels, next_sentence_label=torch.tensor([0, -100])).loss)
     for mask in (torch.ones(2, 6, dtype=torch.long), torch.ones(2, 6, dtype=torch.bool), torch.tensor([[1] * 6, [1] * 3 + [0] * 3])):
-        assert _bert(_ids, attention_mask=mask)[0].shape == (2, 6, 8)
+        assert _bert(_ids, attention_mask=mask).last_hidden_state.shape == (2, 6, 8)
         assert pooling.mean_pooling(torch.randn(2, 6, 3), mask).shape == (2, 3)
 
 

@@ -38,11 +38,10 @@ def hf_minilm():
 
 def _compare(ours, hf, batch):
     with torch.no_grad():
-        seq, pooled, extras = ours(batch["input_ids"], batch["token_type_ids"],
-                                   batch["attention_mask"], output_hidden_states=True,
-                                   output_attentions=True)
+        out = ours(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                   output_hidden_states=True, output_attentions=True)
         ref = hf(**batch, output_hidden_states=True, output_attentions=True)
-    return seq, pooled, extras, ref
+    return out, ref
 
 
 def test_minilm_equals_hugging_face_on_every_layer(minilm, hf_minilm):
@@ -51,31 +50,32 @@ def test_minilm_equals_hugging_face_on_every_layer(minilm, hf_minilm):
     batch = tok(TEXTS, PAIRS)
     real = batch["attention_mask"].bool()
     assert (~real).any() and real.sum(1).unique().numel() == len(TEXTS)  # padded, mixed lengths
-    seq, pooled, extras, ref = _compare(model, hf_minilm, batch)
-    assert len(extras["hidden_states"]) == 7 and len(extras["attentions"]) == 6
-    for layer, (a, b) in enumerate(zip(extras["hidden_states"], ref.hidden_states)):
+    out, ref = _compare(model, hf_minilm, batch)
+    assert len(out.hidden_states) == 7 and len(out.attentions) == 6
+    for layer, (a, b) in enumerate(zip(out.hidden_states, ref.hidden_states)):
         diff = (a - b)[real].abs().max().item()  # non-padded positions
         assert diff <= 1e-5, f"hidden state {layer}: max |diff| {diff:.2e}"
-    for layer, (a, b) in enumerate(zip(extras["attentions"], ref.attentions)):
+    for layer, (a, b) in enumerate(zip(out.attentions, ref.attentions)):
         # rows of real queries; weights on padded keys are 0 in both
         diff = (a - b).permute(0, 2, 1, 3)[real].abs().max().item()
         assert diff <= 1e-5, f"attention {layer}: max |diff| {diff:.2e}"
-    assert torch.equal(seq, extras["hidden_states"][-1])
-    assert (pooled - ref.pooler_output).abs().max().item() <= 1e-5
-    assert (seq - ref.last_hidden_state)[real].abs().max().item() <= 1e-5
+    assert torch.equal(out.last_hidden_state, out.hidden_states[-1])
+    assert (out.pooler_output - ref.pooler_output).abs().max().item() <= 1e-5
+    assert (out.last_hidden_state - ref.last_hidden_state)[real].abs().max().item() <= 1e-5
 
 
 def test_padded_positions_match_in_float64(minilm, hf_minilm):
-    """Padded positions are computed the same way too (their queries attend to the real
-    tokens in both models). In float32 they drift by ~5e-5 (rounding amplified at those
-    positions), so they are compared in float64, where everything agrees to ~1e-13."""
+    """On the explicit path (output_attentions) padded positions are computed as Hugging Face
+    does (their queries attend to the real tokens in both models). In float32 they drift by
+    ~5e-5 (rounding amplified at those positions), so they are compared in float64, where
+    everything agrees to ~1e-13. The fast path skips them: zeros (see the next test)."""
     import copy
 
     model, tok = minilm
     ours64, hf64 = copy.deepcopy(model).double(), copy.deepcopy(hf_minilm).double()
     batch = tok(TEXTS[:3])
-    _, _, extras, ref = _compare(ours64, hf64, batch)
-    for a, b in zip(extras["hidden_states"], ref.hidden_states):
+    out, ref = _compare(ours64, hf64, batch)
+    for a, b in zip(out.hidden_states, ref.hidden_states):
         assert (a - b).abs().max().item() < 1e-10
 
 
@@ -83,8 +83,8 @@ def test_token_type_ids_matter_and_match(minilm, hf_minilm):
     model, tok = minilm
     batch = tok(["first segment"], ["second segment"])
     assert batch["token_type_ids"].tolist() == [[0, 0, 0, 0, 1, 1, 1]]
-    seq, *_ = model(batch["input_ids"], batch["token_type_ids"])
-    seq0, *_ = model(batch["input_ids"])  # all segment A
+    seq = model(batch["input_ids"], batch["token_type_ids"]).last_hidden_state
+    seq0 = model(batch["input_ids"]).last_hidden_state  # all segment A
     ref = hf_minilm(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"])
     assert (seq - ref.last_hidden_state).abs().max() <= 1e-5
     assert (seq - seq0).abs().max() > 1e-3
@@ -152,8 +152,8 @@ def test_bad_inputs_raise_naming_the_argument_and_limit():
     with pytest.raises(ValueError, match="input_ids: expected a 2-D tensor"):
         model(torch.ones(8, dtype=torch.long))
     # at the limit everything works
-    seq, pooled = model(ids, token_type_ids=torch.ones_like(ids))
-    assert seq.shape == (2, 8, 16) and pooled.shape == (2, 16)
+    out = model(ids, token_type_ids=torch.ones_like(ids))
+    assert out.last_hidden_state.shape == (2, 8, 16) and out.pooler_output.shape == (2, 16)
 
 
 def test_real_minilm_refuses_position_512(minilm):
@@ -210,7 +210,7 @@ def test_loss_is_masked_cross_entropy_plus_nsp():
     assert torch.allclose(out.nsp_loss, nsp_loss, atol=1e-6)
     assert torch.allclose(out.loss, mlm + nsp_loss, atol=1e-6)
     # the prediction logits are the tied decoder applied to the transformed hidden states
-    seq, _ = model.bert(ids)
+    seq = model.bert(ids).last_hidden_state
     h = model.mlm_head.LayerNorm(F.gelu(model.mlm_head.dense(seq)))
     logits = h @ model.bert.embeddings.word_embeddings.weight.T + model.mlm_head.bias
     assert torch.allclose(out.prediction_logits, logits, atol=1e-5)
@@ -282,18 +282,22 @@ def test_fast_path_equals_explicit_path_and_hugging_face_sdpa(minilm):
     batch = tok(TEXTS, PAIRS)
     real = batch["attention_mask"].bool()
     with torch.no_grad():
-        fast, fast_pooled = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
-        slow, _, extras = model(batch["input_ids"], batch["token_type_ids"],
-                                batch["attention_mask"], output_attentions=True)
+        out = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        slow = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                     output_attentions=True)
         ref = hf_sdpa(**batch)
-    assert len(extras["attentions"]) == 6
-    assert (fast - slow)[real].abs().max().item() <= 1e-5
+    fast = out.last_hidden_state
+    assert out.hidden_states is None and out.attentions is None and len(slow.attentions) == 6
+    assert (fast - slow.last_hidden_state)[real].abs().max().item() <= 1e-5
     assert (fast - ref.last_hidden_state)[real].abs().max().item() <= 1e-5
-    assert (fast_pooled - ref.pooler_output).abs().max().item() <= 1e-5
+    assert (out.pooler_output - ref.pooler_output).abs().max().item() <= 1e-5
+    # the fast path skips padded positions (zeros there), the explicit one computes them
+    assert torch.equal(fast[~real], torch.zeros_like(fast[~real]))
     # hidden states without attentions come from the fast path too
-    _, _, hs = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                     output_hidden_states=True)
-    assert "attentions" not in hs and torch.equal(hs["hidden_states"][-1], fast)
+    hs = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+               output_hidden_states=True)
+    assert hs.attentions is None and torch.equal(hs.hidden_states[-1], fast)
+    assert type(hs) is type(out) is type(slow)                       # one type, whatever the flags
 
 
 def test_fast_path_never_builds_weights_and_drops_an_all_ones_mask(minilm, monkeypatch):
@@ -309,9 +313,10 @@ def test_fast_path_never_builds_weights_and_drops_an_all_ones_mask(minilm, monke
                         fused(*a, attn_mask=attn_mask, **k))
     batch = tok(["one sentence without padding"])
     with torch.no_grad():
-        a = model(batch["input_ids"], attention_mask=batch["attention_mask"])[0]
+        a = model(batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
         assert calls == [] and len(masks) == 6 and all(m is None for m in masks)
-        b = model(batch["input_ids"], attention_mask=batch["attention_mask"], output_attentions=True)[0]
+        b = model(batch["input_ids"], attention_mask=batch["attention_mask"],
+                  output_attentions=True).last_hidden_state
         assert len(calls) == 6
         padded = tok(["one sentence", "one sentence without padding"])
         masks.clear()
@@ -360,7 +365,8 @@ def test_fused_norms_and_gelu_equal_the_course_formulas(minilm):
     batch = tok(TEXTS[:2])
     real = batch["attention_mask"].bool()
     with torch.no_grad():
-        diff = (model(**batch)[0] - written(**batch)[0])[real].abs().max().item()
+        diff = (model(**batch).last_hidden_state
+                - written(**batch).last_hidden_state)[real].abs().max().item()
     assert diff <= 1e-5
 
 
@@ -376,7 +382,7 @@ def test_a_traced_model_keeps_the_padding_mask(minilm):
             self.model = model
 
         def forward(self, input_ids, attention_mask):
-            return self.model(input_ids, attention_mask=attention_mask)[0]
+            return self.model(input_ids, attention_mask=attention_mask).last_hidden_state
 
     with torch.no_grad():
         traced = torch.jit.trace(Encoder(), (unpadded["input_ids"], unpadded["attention_mask"]),
@@ -384,5 +390,40 @@ def test_a_traced_model_keeps_the_padding_mask(minilm):
         padded = tok(["short", "a much longer sentence than the first one"])
         real = padded["attention_mask"].bool()
         diff = (traced(padded["input_ids"], padded["attention_mask"])
-                - model(padded["input_ids"], attention_mask=padded["attention_mask"])[0])
+                - model(padded["input_ids"], attention_mask=padded["attention_mask"]).last_hidden_state)
     assert diff[real].abs().max().item() <= 1e-5
+
+
+def test_the_padded_path_skips_padding_and_trains_as_the_full_one():
+    """With padding the layers run on the real tokens only (TokenPacking): the real tokens'
+    vectors, the pooled output and every gradient equal the (B, T) path's (the explicit one,
+    output_attentions=True), and the padded positions come out as zeros."""
+    from course_lib.transformer import TokenPacking
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertModel(config).train()
+    ids = torch.randint(5, 50, (3, 7))
+    mask = torch.ones_like(ids)
+    mask[1, 4:] = 0
+    mask[2, 2:] = 0
+    real = mask.bool()
+    packing = TokenPacking(mask)
+    x = torch.randn(3, 7, 4)
+    assert packing.pack(x).shape == (int(real.sum()), 4)
+    assert torch.equal(packing.unpack(packing.pack(x))[real], x[real])
+    assert torch.equal(packing.unpack(packing.pack(x))[~real], torch.zeros(int((~real).sum()), 4))
+    grads = []
+    for flags in ({}, {"output_attentions": True}):
+        model.zero_grad()
+        out = model(ids, attention_mask=mask, **flags)
+        (out.last_hidden_state[real].pow(2).mean() + out.pooler_output.sum()).backward()
+        grads.append((out, [p.grad.clone() for p in model.parameters()]))
+    (fast, fast_grads), (full, full_grads) = grads
+    torch.testing.assert_close(fast.last_hidden_state[real], full.last_hidden_state[real], atol=1e-5, rtol=0)
+    torch.testing.assert_close(fast.pooler_output, full.pooler_output, atol=1e-6, rtol=0)
+    assert fast.last_hidden_state[~real].abs().max() == 0
+    for a, b in zip(fast_grads, full_grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

@@ -105,8 +105,8 @@ def test_student_from_teacher_runs_the_chosen_teacher_layers():
             x = teacher.layers[i](x)
         expected = (x, teacher.pooler(x))
         got = student(ids)
-    torch.testing.assert_close(got[0], expected[0])
-    torch.testing.assert_close(got[1], expected[1])
+    torch.testing.assert_close(got.last_hidden_state, expected[0])
+    torch.testing.assert_close(got.pooler_output, expected[1])
     # copies, not shared: changing the student leaves the teacher alone
     with torch.no_grad():
         student.layers[0].linear1.weight.add_(1.0)
@@ -119,8 +119,11 @@ def test_classifier_student_copies_the_head():
     torch.testing.assert_close(student.classifier.weight, teacher.classifier.weight)
     assert student.classifier.weight is not teacher.classifier.weight
     ids = torch.randint(0, 30, (2, 8), generator=torch.Generator().manual_seed(3))
-    logits, hidden = student(ids, output_hidden_states=True)
-    assert logits.shape == (2, 3) and len(hidden) == 3
+    out = student(ids, output_hidden_states=True)
+    assert out.logits.shape == (2, 3) and len(out.hidden_states) == 3
+    plain = student(ids)
+    assert type(plain) is type(out) and plain.hidden_states is None
+    torch.testing.assert_close(plain.logits, out.logits)
 
 
 def test_pkd_layer_map_matches_the_paper():

@@ -115,11 +115,11 @@ def test_first_layers_equals_running_those_layers():
     short = first_layers(model, 2)
     assert len(short.layers) == 2 and len(model.layers) == 3
     with torch.no_grad():
-        _, _, extras = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                             output_hidden_states=True)
-        ours, _ = short(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+        full = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                     output_hidden_states=True)
+        ours = short(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"]).last_hidden_state
     real = batch["attention_mask"].bool()
-    torch.testing.assert_close(ours[real], extras["hidden_states"][2][real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours[real], full.hidden_states[2][real], atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="num_layers"):
         first_layers(model, 4)
 

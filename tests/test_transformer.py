@@ -49,13 +49,13 @@ def test_encoder_layer_matches_torch(norm_first, activation, masking):
         mask = mask & causal_mask(T)                                  # (B, 1, T, T)
         ref_kw["src_mask"] = ~causal_mask(T)
     expected = ref(x, **ref_kw)                                       # grad on: PyTorch's slow path
-    got, weights = ours(x, mask=mask, return_attention=True)
+    got, weights = ours.forward_with_attention(x, mask=mask)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
     assert weights.shape == (B, H, T, T)
     torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, T), atol=1e-6, rtol=0)
     if mask is not None:
         assert (weights.masked_select(~mask.expand(B, H, T, T)) == 0).all()
-    # without return_attention the layer runs PyTorch's fused attention: same output
+    # forward runs PyTorch's fused attention (no weights): same output
     torch.testing.assert_close(ours(x, mask=mask), got, atol=1e-6, rtol=0)
 
 
@@ -168,7 +168,7 @@ def test_stacks_match_torch(norm_first):
     torch.testing.assert_close(memory, ref_enc(x), atol=1e-5, rtol=0)
     torch.testing.assert_close(dec(y, memory, self_mask=causal_mask(4)),
                                ref_dec(y, memory, tgt_mask=~causal_mask(4)), atol=1e-5, rtol=0)
-    _, weights = enc(x, return_attention=True)
+    _, weights = enc.forward_with_attention(x)
     assert len(weights) == 3 and weights[0].shape == (2, H, 6, 6)
 
 
@@ -285,8 +285,8 @@ def test_learns_copy_and_reverse(task, one_thread):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_fused_and_explicit_attention_paths_agree_in_stacks(norm_first):
-    """TransformerEncoder / CausalLM without return_attention (fused kernel) equal the
-    explicit path that returns the weights, with causal + padding masks."""
+    """TransformerEncoder / CausalLM forward (fused kernel) equals forward_with_attention
+    (the explicit path that returns the weights), with causal + padding masks."""
     torch.manual_seed(3)
     g = torch.Generator().manual_seed(3)
     model = CausalLM(CausalLMConfig(vocab_size=20, d_model=D, n_heads=H, d_ff=FF, n_layers=2,
@@ -294,16 +294,15 @@ def test_fused_and_explicit_attention_paths_agree_in_stacks(norm_first):
     ids = torch.randint(0, 20, (3, 9), generator=g)
     am = _attention_mask(3, 9, g)
     fast = model(ids, attention_mask=am)
-    slow, weights = model(ids, attention_mask=am, return_attention=True)
+    slow, weights = model.forward_with_attention(ids, attention_mask=am)
     assert len(weights) == 2 and weights[0].shape == (3, H, 9, 9)
     torch.testing.assert_close(fast, slow, atol=1e-5, rtol=0)
     # and gradients agree (training, no dropout)
     model.train()
     grads = []
-    for kw in ({}, {"return_attention": True}):
+    for logits_of in (model, lambda *a, **k: model.forward_with_attention(*a, **k)[0]):
         model.zero_grad()
-        out = model(ids, attention_mask=am, **kw)
-        (out[0] if isinstance(out, tuple) else out).pow(2).mean().backward()
+        logits_of(ids, attention_mask=am).pow(2).mean().backward()
         grads.append([p.grad.clone() for p in model.parameters()])
     for a, b in zip(*grads):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

@@ -32,7 +32,7 @@ def _name(fn, key: str, case: str) -> str:
 def _hidden_states(model, batch):
     with torch.no_grad():
         return model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                     output_hidden_states=True)[2]["hidden_states"]
+                     output_hidden_states=True).hidden_states
 
 
 @exercise("18.key-map", points=3, uses="hf_key_to_course", forbids=FORBIDS)
