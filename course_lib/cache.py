@@ -37,22 +37,31 @@ def cache_dir(name: str, root: str | Path | None = None) -> Path:
 
 def source_modules(*entry_points: str | Path) -> list[Path]:
     """The given course_lib files and, transitively, every course_lib module they import
-    (relative imports `from .x import ...` / `from . import x`, read from the source with `ast`,
-    including imports inside functions), sorted."""
+    (relative imports `from .x import ...`, `from . import x`, `from ..x import ...` out of a
+    subpackage such as `course_lib.data`, read from the source with `ast`, including imports
+    inside functions), sorted. A subpackage counts with its `__init__.py`, which importing any of
+    its modules runs."""
     todo, seen = [Path(p).resolve() for p in entry_points], set()
     while todo:
         path = todo.pop()
         if path in seen or not path.exists():
             continue
         seen.add(path)
-        package = path.parent
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                if node.module:                                   # from .bert import ...
-                    todo.append(package / f"{node.module.replace('.', '/')}.py")
-                else:                                             # from . import x
-                    todo.append(package / "__init__.py")
-                    todo += [package / f"{alias.name}.py" for alias in node.names]
+            if not (isinstance(node, ast.ImportFrom) and node.level >= 1):
+                continue
+            base = path.parent
+            for _ in range(node.level - 1):                       # from ..x: one folder up
+                base = base.parent
+            todo.append(base / "__init__.py")
+            for part in (node.module or "").split(".") if node.module else []:
+                base = base / part                                # from .data.corpus import ...
+                todo.append(base / "__init__.py")
+            if node.module:
+                todo.append(base.with_suffix(".py"))              # a module, or a package (above)
+            # from . import x / from .data import corpus: x may be a module of that package
+            todo += [base / f"{alias.name}.py" for alias in node.names]
+            todo += [base / alias.name / "__init__.py" for alias in node.names]
     return sorted(seen)
 
 

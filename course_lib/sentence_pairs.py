@@ -1,5 +1,6 @@
 """NSP and SOP sentence pairs: the course's one pair sampler (lesson 16, lesson 17 and
-`course_lib.pretraining` all draw their pairs here).
+`course_lib.pretraining_batches`, which batches pretraining's pairs, all draw their pairs here).
+Not to be confused with `course_lib.data.similarity_pairs`, lesson 19's labelled similarity set.
 
 Both tasks start from the same positives: two consecutive sentences (i, i+1) of one *episode*
 of one document, in their order. They differ only in the negatives:
@@ -12,7 +13,7 @@ Labels follow Hugging Face's `BertForPreTraining(next_sentence_label=...)` and B
 ALBERT's data code: 0 = B is the continuation of A (NSP) / the pair is in order (SOP);
 1 = B is a random sentence (NSP) / the pair is swapped (SOP).
 
-Episodes: a synthetic document (`course_lib.corpus.Document`) narrates episodes, and the verb
+Episodes: a synthetic document (`course_lib.data.corpus.Document`) narrates episodes, and the verb
 order that SOP can learn holds only inside one (the script restarts in the next episode). A
 real-text document (`text_documents`) has one episode per run of prose sentences. A plain list of
 sentences counts as a single episode.
@@ -24,7 +25,7 @@ import re
 
 import torch
 
-from .corpus import Document
+from .data.corpus import Document
 
 TASKS = ("nsp", "sop")
 IS_NEXT, NOT_NEXT = 0, 1    # Hugging Face's next_sentence_label values

@@ -106,7 +106,7 @@ def _models(quick: bool, device: torch.device):
 def real_token_batch(tokenizer, batch_size: int, seq_len: int) -> dict[str, torch.Tensor]:
     """(batch_size, seq_len) ids of consecutive windows of Python's documentation, each
     [CLS] ... [SEP]: real tokens, no padding."""
-    from course_lib.corpus import pydoc_texts
+    from course_lib.data.corpus import pydoc_texts
 
     need, ids = batch_size * (seq_len - 2), []
     for text in pydoc_texts():
@@ -143,7 +143,7 @@ def half_padded(batch: dict[str, torch.Tensor], pad_id: int = 0) -> dict[str, to
 
 
 def _padded_real_batch(tokenizer) -> dict[str, torch.Tensor]:
-    from course_lib.corpus import pydoc_texts
+    from course_lib.data.corpus import pydoc_texts
 
     sentences = [s.strip() for s in pydoc_texts()[3].split(".") if s.strip()][:16]
     return tokenizer(sentences, max_length=128)
@@ -248,16 +248,17 @@ def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable
                          cache_dir) -> list[dict]:
     """Lesson 25's int8 and ONNX Runtime paths against the best fp32 path (CPU)."""
     from course_lib import fast_inference as fi
+    from course_lib import quantization as q8
 
     # ONNX Runtime's fp32 graph is an fp32 path too: on some CPUs it is the fastest one, and the
     # int8 speed-up must be measured against whichever fp32 path is fastest here
     fp32 = {"course fp32": course, "Hugging Face SDPA fp32": hf_sdpa,
             "ONNX Runtime fp32": fi.onnx_session(course, int8=False, cache_dir=cache_dir)}
-    int8 = {"torch int8, per tensor": fi.quantize_int8(course, per_channel=False),
-            "torch int8, per channel": fi.quantize_int8(course, per_channel=True),
+    int8 = {"torch int8, per tensor": q8.quantize_int8(course, per_channel=False),
+            "torch int8, per channel": q8.quantize_int8(course, per_channel=True),
             **({"torch int8, per channel, 8-bit activations":
-                fi.quantize_int8(course, per_channel=True, reduce_range=False)}
-               if fi.vnni_supported() else {}),
+                q8.quantize_int8(course, per_channel=True, reduce_range=False)}
+               if q8.vnni_supported() else {}),
             "ONNX Runtime int8, per channel": fi.onnx_session(course, int8=True, per_channel=True,
                                                              cache_dir=cache_dir)}
     rows = []

@@ -74,9 +74,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "22.": ("course_lib.transformer_xl:rel_shift", "course_lib.transformer_xl:rel_shift_by_index",
             "course_lib.transformer_xl:update_memory"),
     "24.": ("course_lib.distillation:soft_target_loss", "course_lib.distillation:distillation_loss"),
-    "25.": ("course_lib.fast_inference:quantize_per_channel_int8",
-            "course_lib.fast_inference:quantize_per_tensor_int8", "course_lib.fast_inference:dequantize_int8",
-            "course_lib.fast_inference:quantization_error", "course_lib.fast_inference:quantize_int8",
+    "25.": ("course_lib.quantization:quantize_per_channel_int8",
+            "course_lib.quantization:quantize_per_tensor_int8", "course_lib.quantization:dequantize_int8",
+            "course_lib.quantization:quantization_error", "course_lib.quantization:quantize_int8",
             "torch:quantize_per_channel", "torch:quantize_per_tensor", "torch:fake_quantize_per_channel_affine",
             "torch:fake_quantize_per_tensor_affine", "torch.ao.quantization:quantize_dynamic"),
 }

@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
-from course_lib import (attention, bert, embedding, fast_inference, feedforward, layernorm, long_text,
-                        masking, pooling, positional, schedules, self_attention, sentence_similarity,
+from course_lib import (attention, bert, embedding, feedforward, layernorm, long_text, masking, pooling,
+                        positional, quantization, schedules, self_attention, sentence_similarity,
                         tokenization, training, transformer, transformer_xl)
 from course_lib.attention import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
 
@@ -424,22 +424,22 @@ SIMILARITY = [
     ("roc_auc one class", lambda: sentence_similarity.roc_auc([0.1, 0.2], [1, 1]), r"^positive: expected both classes, got 2 positives, 0 negatives"),
 ]
 _w_nan = torch.tensor([[1.0, math.nan], [0.5, 0.2]])
-FAST_INFERENCE = [
-    ("per_channel NaN", lambda: fast_inference.quantize_per_channel_int8(_w_nan), r"^weight: expected finite values, got 1 NaN or inf in shape \(2, 2\)"),
-    ("per_tensor NaN", lambda: fast_inference.quantize_per_tensor_int8(_w_nan), r"^weight: expected finite values, got 1 NaN or inf"),
-    ("per_channel inf", lambda: fast_inference.quantize_per_channel_int8(torch.tensor([[math.inf, 1.0]])), r"^weight: expected finite values, got 1 NaN or inf"),
-    ("quantization_error NaN", lambda: fast_inference.quantization_error(_w_nan, True), r"^weight: expected finite values"),
-    ("per_channel int weight", lambda: fast_inference.quantize_per_channel_int8(torch.ones(2, 2, dtype=torch.long)), r"^weight: expected a floating-point tensor, got torch\.int64"),
-    ("per_channel rank 1", lambda: fast_inference.quantize_per_channel_int8(torch.ones(3)), r"^weight: expected a 2-D tensor \(out_features, in_features\), got shape \(3,\)"),
-    ("per_channel list", lambda: fast_inference.quantize_per_channel_int8([[1.0]]), r"^weight: expected a torch\.Tensor, got list"),
-    ("dequantize scale shape", lambda: fast_inference.dequantize_int8(torch.ones(3, 2, dtype=torch.int8), torch.ones(2)),
+QUANTIZATION = [
+    ("per_channel NaN", lambda: quantization.quantize_per_channel_int8(_w_nan), r"^weight: expected finite values, got 1 NaN or inf in shape \(2, 2\)"),
+    ("per_tensor NaN", lambda: quantization.quantize_per_tensor_int8(_w_nan), r"^weight: expected finite values, got 1 NaN or inf"),
+    ("per_channel inf", lambda: quantization.quantize_per_channel_int8(torch.tensor([[math.inf, 1.0]])), r"^weight: expected finite values, got 1 NaN or inf"),
+    ("quantization_error NaN", lambda: quantization.quantization_error(_w_nan, True), r"^weight: expected finite values"),
+    ("per_channel int weight", lambda: quantization.quantize_per_channel_int8(torch.ones(2, 2, dtype=torch.long)), r"^weight: expected a floating-point tensor, got torch\.int64"),
+    ("per_channel rank 1", lambda: quantization.quantize_per_channel_int8(torch.ones(3)), r"^weight: expected a 2-D tensor \(out_features, in_features\), got shape \(3,\)"),
+    ("per_channel list", lambda: quantization.quantize_per_channel_int8([[1.0]]), r"^weight: expected a torch\.Tensor, got list"),
+    ("dequantize scale shape", lambda: quantization.dequantize_int8(torch.ones(3, 2, dtype=torch.int8), torch.ones(2)),
      r"^scale: expected a 0-d tensor or one value per row of q \(3,\), got shape \(2,\)"),
 ]
 
 TABLES = {"attention": ATTENTION, "feedforward": FEEDFORWARD, "layernorm": LAYERNORM, "positional": POSITIONAL,
           "transformer": TRANSFORMER, "bert": BERT, "transformer_xl": TRANSFORMER_XL, "schedules": SCHEDULES,
           "training": TRAINING, "pooling": POOLING, "tokenization": TOKENIZATION, "masking": MASKING,
-          "long_text": LONG_TEXT, "sentence_similarity": SIMILARITY, "fast_inference": FAST_INFERENCE}
+          "long_text": LONG_TEXT, "sentence_similarity": SIMILARITY, "quantization": QUANTIZATION}
 CASES = [pytest.param(call, message, id=f"{module}: {name}")
          for module, rows in TABLES.items() for name, call, message in rows]
 

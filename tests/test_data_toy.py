@@ -1,10 +1,10 @@
-"""course_lib.data_toy.make_spirals: shapes, balance, determinism and the spiral geometry."""
+"""course_lib.data.toy.make_spirals: shapes, balance, determinism and the spiral geometry."""
 import math
 
 import pytest
 import torch
 
-from course_lib.data_toy import make_spirals
+from course_lib.data.toy import make_spirals
 
 
 def test_shapes_dtypes_and_balance():

@@ -1,4 +1,4 @@
-"""course_lib.fast_inference against independent references (torch's own quantisers, SVD,
+"""course_lib.fast_inference and course_lib.quantization against independent references (torch's own quantisers, SVD,
 running the layers by hand, ONNX Runtime vs torch)."""
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib.bert import BertConfig, BertModel
-from course_lib.fast_inference import (LowRankLinear, dequantize_int8, embed, first_layers,
-                                       low_rank_ffn, onnx_session, pad_batch,
-                                       quantization_error, quantize_int8,
-                                       quantize_per_channel_int8, quantize_per_tensor_int8,
-                                       size_on_disk, state_digest, time_interleaved)
+from course_lib.fast_inference import (LowRankLinear, embed, first_layers, low_rank_ffn,
+                                       onnx_session, pad_batch, size_on_disk, state_digest,
+                                       time_interleaved)
 import course_lib.fast_inference as fi
+from course_lib.quantization import (dequantize_int8, quantization_error, quantize_int8,
+                                     quantize_per_channel_int8, quantize_per_tensor_int8)
 
 
 def _tiny(layers=2, seed=0):

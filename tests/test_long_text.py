@@ -11,7 +11,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from course_lib.corpus import pydoc_texts  # noqa: E402
+from course_lib.data.corpus import pydoc_texts  # noqa: E402
 from course_lib.long_text import (pad_windows, pool_windows, sliding_windows,  # noqa: E402
                                   truncate, window_count)
 from course_lib.pretrained import minilm_path  # noqa: E402

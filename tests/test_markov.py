@@ -1,8 +1,8 @@
-"""course_lib.markov: the synthetic Markov language, against counted transitions."""
+"""course_lib.data.markov: the synthetic Markov language, against counted transitions."""
 import pytest
 import torch
 
-from course_lib.markov import make_markov_language, sample_markov
+from course_lib.data.markov import make_markov_language, sample_markov
 
 
 def test_rows_are_distributions_with_k_successors():

@@ -1,4 +1,4 @@
-"""course_lib.corpus and course_lib.pretraining: the synthetic corpus, NSP/SOP pairs, the tiny
+"""course_lib.data.corpus and course_lib.pretraining: the synthetic corpus, NSP/SOP pairs, the tiny
 BERT pretraining loop, its cache, and its DistributedDataParallel run under torchrun."""
 from __future__ import annotations
 
@@ -6,16 +6,18 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
 from course_lib import ROOT
-from course_lib.corpus import TOPICS, corpus_tokenizer, make_documents, pydoc_texts
+from course_lib.data.corpus import TOPICS, corpus_tokenizer, make_documents, pydoc_texts
 from course_lib import pretraining
-from course_lib.pretraining import (PairBatcher, PretrainConfig, cache_key, cache_path, evaluate,
-                                    load_or_pretrain, pretrain, source_digest, source_modules)
+from course_lib.pretraining import (PretrainConfig, cache_key, cache_path, evaluate, load_or_pretrain,
+                                    pretrain, source_digest, source_modules)
+from course_lib.pretraining_batches import PairBatcher
 from course_lib.sentence_pairs import consecutive_pairs, sample_pair
 
 TINY = dict(n_docs=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
@@ -146,8 +148,11 @@ def test_load_or_pretrain_caches(tmp_path):
 def test_cache_key_follows_the_source_config_seed_and_threads(tmp_path, monkeypatch):
     config = PretrainConfig(**TINY)
     names = {p.name for p in source_modules()}
-    assert {"pretraining.py", "bert.py", "masking.py", "sentence_pairs.py", "corpus.py",
-            "tokenization.py", "transformer.py", "schedules.py"} <= names
+    assert {"pretraining.py", "pretraining_batches.py", "pretraining_cli.py", "bert.py", "masking.py",
+            "sentence_pairs.py", "corpus.py", "tokenization.py", "transformer.py", "schedules.py"} <= names
+    # the subpackage's modules and its __init__.py (which importing them runs) are followed too
+    package = Path(pretraining.__file__).parent
+    assert {package / "data" / "corpus.py", package / "data" / "__init__.py"} <= set(source_modules())
     key = cache_key(config, 0)
     assert key == cache_key(PretrainConfig(**TINY), 0)                  # deterministic
     assert cache_key(PretrainConfig(**{**TINY, "lr": 1e-3}), 0) != key   # config
@@ -157,7 +162,8 @@ def test_cache_key_follows_the_source_config_seed_and_threads(tmp_path, monkeypa
     # the source: a copy of the modules with one character changed gives another digest
     copies = []
     for path in source_modules():
-        copy = tmp_path / path.name
+        copy = tmp_path / path.relative_to(package)       # course_lib/data/__init__.py too
+        copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_bytes(path.read_bytes())
         copies.append(copy)
     assert source_digest(copies) == source_digest()
@@ -181,7 +187,7 @@ def test_torchrun_two_processes_match_one_process(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         "-m", "course_lib.pretraining", "--no-cache", "--seed=0", f"--history-out={out}", *args],
+         "-m", "course_lib.pretraining_cli", "--no-cache", "--seed=0", f"--history-out={out}", *args],
         capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "world_size=2" in proc.stdout

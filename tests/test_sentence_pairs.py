@@ -4,7 +4,7 @@ import random
 import pytest
 import torch
 
-from course_lib.corpus import Document, make_documents, pydoc_texts
+from course_lib.data.corpus import Document, make_documents, pydoc_texts
 from course_lib.sentence_pairs import (IS_NEXT, NOT_NEXT, consecutive_pairs, make_nsp_pairs,
                                        make_pair, make_pairs, make_sop_pairs, sample_pair,
                                        text_documents)

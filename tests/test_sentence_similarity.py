@@ -1,12 +1,13 @@
-"""The offline similarity set of lesson 19 (lesson 25 reuses it)."""
+"""The offline similarity set of lesson 19 (`course_lib.data.similarity_pairs`; lesson 25 reuses it)
+and the rank statistics that score embeddings against it (`course_lib.sentence_similarity`)."""
 import collections
 import random
 import re
 
 import pytest
 
-from course_lib.sentence_similarity import (DOC_SYNONYMS, SCENES, doc_sentences, rewrite,
-                                            similarity_pairs)
+from course_lib.data.similarity_pairs import (DOC_SYNONYMS, SCENES, doc_sentences, rewrite,
+                                              similarity_pairs)
 
 
 def test_size_labels_and_determinism():

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from course_lib.tasks import BOS, EOS, N_SPECIAL, PAD, SEP, TASKS, as_lm_batch, make_batch
+from course_lib.data.tasks import BOS, EOS, N_SPECIAL, PAD, SEP, TASKS, as_lm_batch, make_batch
 
 
 def _gen(seed=0):

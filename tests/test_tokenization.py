@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from tokenizer_cases import sentence_pairs, varied_sentences  # noqa: E402
 
-from course_lib.corpus import pydoc_texts  # noqa: E402
+from course_lib.data.corpus import pydoc_texts  # noqa: E402
 from course_lib.tokenization import (BPETokenizer, WordPieceTokenizer, basic_tokenize,  # noqa: E402
                                      bpe_encode_word, split_word, train_bpe, train_wordpiece,
                                      truncate_longest_first, word_counts, wordpiece)

@@ -7,7 +7,7 @@ from course_lib.attention import MultiHeadAttention
 import torch.nn.functional as F
 
 from course_lib.schedules import make_scheduler
-from course_lib.tasks import BOS, EOS, make_batch
+from course_lib.data.tasks import BOS, EOS, make_batch
 from course_lib.training import sequence_accuracy, train
 from course_lib.transformer import (CausalLM, CausalLMConfig, DecoderLayer, EncoderLayer,
                                     Transformer, TransformerConfig, TransformerDecoder,

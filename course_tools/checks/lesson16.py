@@ -3,7 +3,7 @@
 `course_lib.sentence_pairs`)."""
 import torch
 
-from course_lib.corpus import make_documents
+from course_lib.data.corpus import make_documents
 from ..grading import CheckFailed, exercise, expect, randint
 
 

@@ -135,7 +135,7 @@ def check_hugging_face(fn, rng):
     return_overflowing_tokens=True, stride=...) on real text."""
     from transformers import BertTokenizerFast
 
-    from course_lib.corpus import pydoc_texts
+    from course_lib.data.corpus import pydoc_texts
     from course_lib.pretrained import minilm_path
 
     tokenizer = BertTokenizerFast.from_pretrained(str(minilm_path()))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .tokenization import SPECIAL_TOKENS, WordPieceTokenizer
+from ..tokenization import SPECIAL_TOKENS, WordPieceTokenizer
 
 
 @dataclass(frozen=True)

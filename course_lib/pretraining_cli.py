@@ -1,0 +1,90 @@
+"""How the tiny BERT's pretraining is launched (lessons 16 and 17): the command line, and the
+processes that torchrun starts.
+
+    python -m course_lib.pretraining_cli                               # one process, ~85 s
+    torchrun --nproc_per_node=2 -m course_lib.pretraining_cli ...      # two processes, same result
+
+Every field of `course_lib.pretraining.PretrainConfig` is an option (`--steps 3000`, `--task sop`),
+plus `--seed`, `--no-cache` and `--history-out FILE.csv`. Under torchrun (WORLD_SIZE > 1)
+`rank_and_world()` joins the gloo process group and `training_device()` keeps every rank on the
+CPU; `course_lib.pretraining` asks them both, so the one training loop serves one process and
+many. What the processes compute (every rank draws the same global batch and keeps its own rows)
+is explained in `course_lib.pretraining`.
+
+This module imports `course_lib.pretraining` only inside `main`, so the library does not depend
+on its command line; it is still part of the pretraining cache key (`source_modules`), as
+pretraining imports it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import fields
+from pathlib import Path
+
+import torch
+
+from .device import get_device
+
+
+def rank_and_world() -> tuple[int, int]:
+    """(rank, world_size); initialises the gloo process group under torchrun."""
+    import torch.distributed as dist
+
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return 0, 1
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return dist.get_rank(), world_size
+
+
+def training_device(device, world: int) -> torch.device:
+    """Several processes train on the CPU (gloo); one process on `device` or the best available."""
+    return torch.device("cpu") if world > 1 else torch.device(device or get_device())
+
+
+def _parse_args(argv=None):
+    from .pretraining import PretrainConfig
+
+    p = argparse.ArgumentParser(description="Pretrain a tiny BERT (MLM + NSP/SOP) on the "
+                                            "synthetic corpus; works under torchrun.")
+    for f in fields(PretrainConfig):
+        if f.name == "mask_prob_split":
+            p.add_argument("--mask-prob-split", type=float, nargs=3, default=None)
+        else:
+            p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-cache", action="store_true", help="train even if a checkpoint exists "
+                                                           "and do not write one")
+    p.add_argument("--history-out", type=Path, default=None,
+                   help="write the history as CSV here (rank 0 only)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    from .pretraining import PretrainConfig, load_or_pretrain, pretrain
+
+    args = _parse_args(argv)
+    overrides = {f.name: getattr(args, f.name) for f in fields(PretrainConfig)
+                 if getattr(args, f.name) is not None}
+    config = PretrainConfig(**overrides)
+    if args.no_cache:
+        result = pretrain(config, args.seed)
+    else:
+        result = load_or_pretrain(config, args.seed)
+    rank, world = rank_and_world()
+    if rank == 0:
+        last = result.history.iloc[-1]
+        print(f"world_size={world} steps={config.steps} loss={last['loss']:.4f} "
+              f"mlm_acc={last['mlm_acc']:.3f} nsp_acc={last['nsp_acc']:.3f}")
+        if args.history_out is not None:
+            result.history.to_csv(args.history_out, index=False)
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
