@@ -82,6 +82,18 @@ def margin_of(value: float, op: str, threshold: float) -> tuple[float, float]:
     The relative margin divides by |threshold| (by 1 when the threshold is 0), so 0.5 means
     "half the threshold away from failing" whatever the claim's unit.
     """
+    if op not in _OPERATORS:          # a typo ("=>") would read as "<"
+        raise ValueError(f"op: expected one of {sorted(_OPERATORS)}, got {op!r}")
+    if isinstance(value, (str, bytes)):   # a number (NaN allowed: a diverged run fails its claim)
+        raise ValueError(f"value: expected a number, got {type(value).__name__} {value!r:.40}")
+    _as_float("value", value)
+    if not math.isfinite(_as_float("threshold", threshold)):
+        raise ValueError(f"threshold: expected a finite number, got {threshold!r}")
+    return _margin(value, op, threshold)
+
+
+def _margin(value: float, op: str, threshold: float) -> tuple[float, float]:
+    """margin_of without its checks (`_claim` has checked op and records any threshold as before)."""
     absolute = value - threshold if op in (">", ">=") else threshold - value
     scale = abs(threshold) if threshold != 0 else 1.0
     return absolute, absolute / scale
@@ -246,7 +258,7 @@ def _claim(statement: str, value, op: str, threshold, kind: str, why: str | None
     value = _as_float("value", value)
     threshold = _as_float("threshold", threshold)
     held = (not math.isnan(value)) and _OPERATORS[op](value, threshold)
-    absolute, relative = margin_of(value, op, threshold)
+    absolute, relative = _margin(value, op, threshold)
     entry = {"statement": statement, "value": value, "op": op, "threshold": threshold,
              "margin": absolute, "relative_margin": relative, "held": bool(held), "kind": kind}
     if why:

@@ -23,7 +23,7 @@ import numbers
 
 import torch
 
-from .validation import require_int, require_rank
+from .validation import require_floating, require_int, require_rank
 
 STRATEGIES = ("head", "tail", "head+tail")
 
@@ -130,6 +130,7 @@ def pool_windows(logits, how: str = "mean") -> torch.Tensor:
     require_rank("logits", logits, 2, layout="(n_windows, n_classes)")
     if logits.shape[0] == 0:
         raise ValueError("logits: expected at least one window, got shape (0, ...)")
+    require_floating("logits", logits)      # mean() of integer logits has no dtype to return
     if how == "mean":
         return logits.mean(0)
     if how == "max":
