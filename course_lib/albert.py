@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from .bert import (BertConfig, BertEmbeddings, BertModelOutput, BertPooler, bert_layer, encoder_mask,
-                   init_bert_weights, run_layers)
+                   init_bert_weights, load_renamed, run_layers)
 from .validation import require_positive_int, require_rank
 
 
@@ -160,5 +160,5 @@ def from_hf_state_dict(config: AlbertConfig, state_dict: dict) -> AlbertModel:
                                  f"(known layer parts: {sorted(per_layer)})")
             out[f"groups.{parts[2]}.{per_layer[name]}.{parts[-1]}"] = value
     model = AlbertModel(config)
-    model.load_state_dict(out, strict=True)
+    load_renamed(model, out)
     return model

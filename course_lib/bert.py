@@ -263,8 +263,7 @@ class BertModel(nn.Module):
         Every parameter must be present (a missing one raises).
         """
         model = cls(config)
-        model.load_state_dict(hf_to_course_state_dict(state_dict, config.num_hidden_layers),
-                              strict=True)
+        load_renamed(model, hf_to_course_state_dict(state_dict, config.num_hidden_layers))
         return model
 
     def to_hf_state_dict(self) -> dict:
@@ -317,6 +316,23 @@ def _hf_key_map(num_layers: int) -> dict[str, str]:
             for theirs, ours in per_layer.items():
                 names[f"encoder.layer.{i}.{theirs}.{leaf}"] = f"layers.{i}.{ours}.{leaf}"
     return names
+
+
+def load_renamed(model: nn.Module, state_dict: dict) -> None:
+    """model.load_state_dict(state_dict, strict=True), with a short error naming what does not fit
+    (torch's lists every missing key of a whole model) - e.g. a checkpoint of another size."""
+    ours = model.state_dict()
+    missing = [k for k in ours if k not in state_dict]
+    unexpected = [k for k in state_dict if k not in ours]
+    resized = [f"{k} {tuple(state_dict[k].shape)} vs {tuple(v.shape)}" for k, v in ours.items()
+               if k in state_dict and tuple(getattr(state_dict[k], "shape", ())) != tuple(v.shape)]
+    for what, keys in (("missing", missing), ("unexpected", unexpected),
+                       ("of another shape (checkpoint vs model)", resized)):
+        if keys:
+            raise ValueError(f"state_dict: {len(keys)} tensor(s) {what} for this "
+                             f"{type(model).__name__} config, e.g. {keys[:3]} - a checkpoint of "
+                             f"another model or size, or a course (not Hugging Face) state dict?")
+    model.load_state_dict(state_dict, strict=True)
 
 
 def hf_to_course_state_dict(state_dict: dict, num_layers: int) -> dict:
@@ -459,9 +475,10 @@ class BertForPreTraining(nn.Module):
             elif key == "cls.predictions.bias":
                 out["mlm_head.bias"] = value
             # cls.predictions.decoder.* is the tied embedding (and the same bias) again
-        out["mlm_head.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]
+        if "bert.embeddings.word_embeddings.weight" in out:          # else load_renamed names it
+            out["mlm_head.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]
         model = cls(config)
-        model.load_state_dict(out, strict=True)
+        load_renamed(model, out)
         return model
 
 

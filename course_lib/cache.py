@@ -78,6 +78,8 @@ def source_digest(paths) -> str:
                          f"(wrap it: [path])")
     digest = hashlib.sha256()
     for path in sorted(Path(p) for p in paths):
+        if not path.is_file():
+            raise ValueError(f"paths: expected source files, got {str(path)!r}, which is no file")
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

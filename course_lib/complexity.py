@@ -88,12 +88,18 @@ def conv1d_flops(n: int, d: int, kernel_size: int, *, batch_size: int = 1) -> in
 
 # ----------------------------------------------------------------------------- measurements
 
+def _require_callable(name: str, fn) -> None:
+    if not callable(fn):
+        raise ValueError(f"{name}: expected a function, got {type(fn).__name__}")
+
+
 def count_flops(fn: Callable, *args, **kwargs) -> int:
     """FLOPs that FlopCounterMode sees while `fn(*args, **kwargs)` runs.
 
     Run it on the meta device to count without computing. Beware: fused kernels without a
     registered formula (CPU flash attention, oneDNN LSTM, cuDNN RNN) are counted as 0.
     """
+    _require_callable("fn", fn)
     with FlopCounterMode(display=False) as counter:
         fn(*args, **kwargs)
     return int(counter.get_total_flops())
@@ -133,6 +139,10 @@ def saved_activation_bytes(fn: Callable, *args, exclude=(), **kwargs) -> int:
     count activations only) are left out. Needs real tensors, not meta: storages are told apart
     by their address.
     """
+    _require_callable("fn", fn)
+    if isinstance(exclude, (torch.Tensor, torch.nn.Module)):
+        raise ValueError(f"exclude: expected an iterable of tensors (e.g. module.parameters()), "
+                         f"got a {type(exclude).__name__}")
     excluded = {tensor.untyped_storage().data_ptr() for tensor in exclude}
     storages: dict[int, int] = {}
 
@@ -203,6 +213,7 @@ def max_path_length(hop: Callable[[int], torch.Tensor], n: int, max_hops: int | 
     over the unrolled graph, one hop (one frontier) at a time; it stops at the first hop that
     reaches no new (input, output) pair.
     """
+    _require_callable("hop", hop)
     n = _require_positive_int("n", n)
     max_hops = 4 * n + 8 if max_hops is None else _require_positive_int("max_hops", max_hops)
     # The matrices are tiny: one thread, or COURSE_TORCH_THREADS' count (the path lengths are

@@ -143,6 +143,9 @@ def pad_windows(windows, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     pad_id = require_int("pad_id", pad_id, minimum=0)
     if not windows:
         raise ValueError("windows: expected at least one window, got none")
+    if not all(isinstance(w, (list, tuple)) for w in windows):
+        raise ValueError(f"windows: expected a list of windows, each a list of ids, got an element "
+                         f"of type {next(type(w).__name__ for w in windows if not isinstance(w, (list, tuple)))}")
     longest = max(len(w) for w in windows)
     input_ids = torch.full((len(windows), longest), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((len(windows), longest), dtype=torch.long)

@@ -32,6 +32,9 @@ def train(model, batches_fn, loss_fn, steps: int, optimizer, scheduler=None, cli
     The bar refreshes at most every TQDM_MININTERVAL seconds (default 10) so stored notebook
     outputs stay small.
     """
+    for name, fn in (("batches_fn", batches_fn), ("loss_fn", loss_fn)):
+        if not callable(fn):
+            raise ValueError(f"{name}: expected a function, got {type(fn).__name__}")
     require_positive_int("steps", steps)
     require_positive_int("log_every", log_every)
     if clip is not None:

@@ -21,7 +21,7 @@ from .embedding import ScaledEmbedding
 from .layernorm import LayerNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .validation import _is_int  # an int or a numpy integer, not a bool
-from .validation import (require_attention_mask, require_bool_mask, require_id, require_ids,
+from .validation import (require_attention_mask, require_bool_mask, require_divisible, require_id, require_ids,
                          require_input_dtype, require_int, require_positive, require_positive_int,
                          require_probability, require_rank, require_size, shape_str)
 
@@ -68,6 +68,14 @@ def _check_layer_sizes(d_model, n_heads, d_ff, dropout, layer_norm_eps):
     require_positive_int("d_ff", d_ff)
     require_probability("dropout", dropout)
     require_positive("layer_norm_eps", layer_norm_eps)
+
+
+def _check_config_sizes(config):
+    """A config's layer sizes, checked when the config is made (not first when a model is built)."""
+    _check_layer_sizes(config.d_model, config.n_heads, config.d_ff, config.dropout,
+                       config.layer_norm_eps)
+    require_divisible("d_model", config.d_model, "n_heads", config.n_heads)
+    get_activation(config.activation)                                   # names the bad activation
 
 
 def _check_ids(name, ids, vocab_size, max_len=None):
@@ -272,6 +280,9 @@ def torch_to_course_state_dict(state_dict: dict) -> dict:
     `in_proj_weight` (3·d_model, d_model) in the order q, k, v; the course keeps
     `q_proj`, `k_proj`, `v_proj`. Every other key (out_proj, linear1, norm1, ...) is unchanged.
     """
+    if not isinstance(state_dict, dict):
+        raise ValueError(f"state_dict: expected a dict name -> tensor (module.state_dict()), "
+                         f"got {type(state_dict).__name__}")
     out = {}
     for key, value in state_dict.items():
         prefix, _, leaf = key.rpartition("in_proj_")
@@ -364,6 +375,7 @@ class TransformerConfig:
         for name in ("n_encoder_layers", "n_decoder_layers"):
             require_int(name, getattr(self, name), minimum=0)
         require_id("pad_id", self.pad_id, self.tgt_vocab_size, "tgt_vocab_size")
+        _check_config_sizes(self)
 
 
 class Transformer(nn.Module):
@@ -487,6 +499,10 @@ class CausalLMConfig:
     def __post_init__(self):
         require_positive_int("vocab_size", self.vocab_size)
         require_positive_int("max_len", self.max_len)
+        require_int("n_layers", self.n_layers, minimum=0)
+        _check_config_sizes(self)
+        if self.positions not in ("learned", "sinusoidal"):
+            raise ValueError(f"positions: expected 'learned' or 'sinusoidal', got {self.positions!r}")
 
 
 class CausalLM(nn.Module):

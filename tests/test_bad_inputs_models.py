@@ -234,7 +234,38 @@ MISC = [
     ("notebook_of '3'", lambda: quiz.notebook_of("3"), r"^lesson: expected a lesson number \(an int >= 0\), got str '3'"),
 ]
 
-TABLES = {"attention": ATTENTION, "distillation": DISTILLATION, "bert": BERT, "albert": ALBERT,
+# ------------------------------------------------- the second fuzz pass (after the fixes above)
+_hf = {k: v for k, v in _bert.to_hf_state_dict().items()}
+SECOND_PASS = [
+    ("TransformerConfig d_model -8", lambda: transformer.TransformerConfig(10, 10, d_model=-8), r"^d_model: expected a positive int, got -8"),
+    ("TransformerConfig n_heads 3 of 64", lambda: transformer.TransformerConfig(10, 10, n_heads=3), r"^d_model=64 must be divisible by n_heads=3"),
+    ("TransformerConfig dropout 2", lambda: transformer.TransformerConfig(10, 10, dropout=2), r"^dropout: expected a number <= 1\.0, got 2"),
+    ("CausalLMConfig n_heads 5 of 64", lambda: transformer.CausalLMConfig(10, n_heads=5), r"^d_model=64 must be divisible by n_heads=5"),
+    ("CausalLMConfig positions rope", lambda: transformer.CausalLMConfig(10, positions="rope"), r"^positions: expected 'learned' or 'sinusoidal', got 'rope'"),
+    ("CausalLMConfig activation swish", lambda: transformer.CausalLMConfig(10, activation="swish"), r"^activation: expected one of .*got 'swish'"),
+    ("torch_to_course_state_dict module", lambda: transformer.torch_to_course_state_dict(nn.Linear(2, 2)), r"^state_dict: expected a dict name -> tensor .*got Linear"),
+    ("BertModel.from_hf_state_dict empty", lambda: bert.BertModel.from_hf_state_dict(_cfg, {}), r"^state_dict: \d+ tensor\(s\) missing for this BertModel config, e\.g\. \['embeddings"),
+    ("BertModel.from_hf_state_dict course keys", lambda: bert.BertModel.from_hf_state_dict(_cfg, _bert.state_dict()), r"^state_dict: 32 tensor\(s\) missing .*or a course \(not Hugging Face\) state dict\?"),
+    ("BertModel.from_hf_state_dict other size", lambda: bert.BertModel.from_hf_state_dict(bert.BertConfig(**{**_bcfg, "vocab_size": 60}), _hf),
+     r"^state_dict: 1 tensor\(s\) of another shape \(checkpoint vs model\) .*embeddings\.word_embeddings\.weight \(50, 16\) vs \(60, 16\)"),
+    ("albert.from_hf_state_dict empty", lambda: albert.from_hf_state_dict(albert.AlbertConfig(**_bcfg, embedding_size=8), {}), r"^state_dict: \d+ tensor\(s\) missing for this AlbertModel"),
+    ("LayerNorm normalized_shape 4.0", lambda: __import__("course_lib.layernorm").layernorm.LayerNorm(4.0), r"^normalized_shape: expected an int or a tuple of ints .*got float 4\.0"),
+    ("Residual sublayer None", lambda: __import__("course_lib.residual").residual.Residual(None), r"^sublayer: expected an nn\.Module, got None"),
+    ("Residual norm a tensor", lambda: __import__("course_lib.residual").residual.Residual(nn.Identity(), torch.ones(2)), r"^norm: expected an nn\.Module, got Tensor"),
+    ("pad_windows one window unwrapped", lambda: long_text.pad_windows([101, 5, 102]), r"^windows: expected a list of windows, each a list of ids, got an element of type int"),
+    ("train batches_fn a list", lambda: training.train(nn.Linear(2, 1), [torch.ones(2)], lambda m, b: m(b).sum(), 1, torch.optim.SGD(nn.Linear(2, 1).parameters(), 0.1)),
+     r"^batches_fn: expected a function, got list"),
+    ("count_flops fn a tensor", lambda: complexity.count_flops(torch.ones(2)), r"^fn: expected a function, got Tensor"),
+    ("saved_activation_bytes exclude a module", lambda: complexity.saved_activation_bytes(lambda: None, exclude=nn.Linear(2, 2)),
+     r"^exclude: expected an iterable of tensors .*got a Linear"),
+    ("max_path_length hop a tensor", lambda: complexity.max_path_length(torch.ones(3, 3), 3), r"^hop: expected a function, got Tensor"),
+    ("source_digest missing file", lambda: cache.source_digest(["/nonexistent/module.py"]), r"^paths: expected source files, got '/nonexistent/module\.py', which is no file"),
+    ("claim statement not a str", lambda: evidence.claim(3, 0.8, ">", 0.5), r"^statement: expected the claim in words \(a non-empty str\), got 3"),
+    ("claim_close atol -1", lambda: evidence.claim_close("s", 0.0, 0.0, atol=-1), r"^atol: expected a finite number >= 0, got -1"),
+    ("claim_close strings", lambda: evidence.claim_close("s", "a", "b"), r"^got: expected a tensor or numbers, got a str 'a'"),
+]
+
+TABLES = {"second pass": SECOND_PASS, "attention": ATTENTION, "distillation": DISTILLATION, "bert": BERT, "albert": ALBERT,
           "transformer": TRANSFORMER, "transformer_xl": TRANSFORMER_XL, "modules": MODULES,
           "training": TRAINING, "complexity": COMPLEXITY, "misc": MISC}
 CASES = [pytest.param(call, message, id=f"{module}: {name}")
