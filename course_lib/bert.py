@@ -89,6 +89,8 @@ class BertConfig:
         if isinstance(path, str) and path.lstrip().startswith("{"):
             raise ValueError(f"path: expected the path of a config.json, got JSON text {path:.40}... "
                              f"(parse it and call BertConfig.from_dict)")
+        if not Path(path).is_file():
+            raise ValueError(f"path: expected a config.json file, got {str(path)!r}, which is no file")
         return cls.from_dict(json.loads(Path(path).read_text()))
 
     def to_dict(self) -> dict:

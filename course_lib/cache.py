@@ -33,7 +33,10 @@ def cache_dir(name: str, root: str | Path | None = None) -> Path:
     if not isinstance(name, str) or not name or Path(name).is_absolute() or ".." in Path(name).parts:
         raise ValueError(f"name: expected a non-empty relative folder name inside the cache root "
                          f"(no '..', not absolute), got {name!r}")
-    folder = (Path(root) if root is not None else ROOT / "build" / "cache") / name
+    base = Path(root) if root is not None else ROOT / "build" / "cache"
+    if base.exists() and not base.is_dir():
+        raise ValueError(f"root: expected a folder for the caches, got {str(base)!r}, which is a file")
+    folder = base / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -45,6 +48,9 @@ def source_modules(*entry_points: str | Path) -> list[Path]:
     inside functions), sorted. A subpackage counts with its `__init__.py`, which importing any of
     its modules runs."""
     for p in entry_points:
+        if not isinstance(p, (str, Path)):
+            raise ValueError(f"entry_points: expected paths, one per argument (source_modules(a, b)), "
+                             f"got a {type(p).__name__}")
         if not Path(p).is_file():      # a mistyped entry point would digest no source: a stale key
             raise ValueError(f"entry_points: expected existing source files, got {str(p)!r}")
     todo, seen = [Path(p).resolve() for p in entry_points], set()
@@ -104,6 +110,9 @@ def cache_key(inputs: dict, package_versions: dict | None = None, source: str | 
     any change to any of them gives another key."""
     if isinstance(length, bool) or not isinstance(length, int) or not 1 <= length <= 64:
         raise ValueError(f"length: expected an int in [1, 64] (hex digits of sha256), got {length!r}")
+    if not isinstance(inputs, dict) or not all(isinstance(k, str) for k in inputs):
+        raise ValueError(f"inputs: expected a dict with str keys, got "
+                         f"{type(inputs).__name__ if not isinstance(inputs, dict) else sorted(map(repr, inputs))}")
     blob = json.dumps({"inputs": inputs, "versions": package_versions or {}, "source": source or ""},
                       sort_keys=True, default=_json_default)
     return hashlib.sha256(blob.encode()).hexdigest()[:length]

@@ -206,6 +206,8 @@ def onnx_file(model: nn.Module, *, int8: bool, per_channel: bool = True,
     Files are written under a name unique to the process and renamed, so parallel runs can
     build the same file without colliding."""
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise ValueError(f"cache_dir: expected a folder, got {str(cache_dir)!r}, which is a file")
     cache_dir.mkdir(parents=True, exist_ok=True)
     base_key = onnx_cache_key(model, opset)
     fp32_path = cache_dir / f"encoder-{base_key}-fp32.onnx"

@@ -262,6 +262,10 @@ SECOND_PASS = [
     ("source_digest missing file", lambda: cache.source_digest(["/nonexistent/module.py"]), r"^paths: expected source files, got '/nonexistent/module\.py', which is no file"),
     ("claim statement not a str", lambda: evidence.claim(3, 0.8, ">", 0.5), r"^statement: expected the claim in words \(a non-empty str\), got 3"),
     ("claim_close atol -1", lambda: evidence.claim_close("s", 0.0, 0.0, atol=-1), r"^atol: expected a finite number >= 0, got -1"),
+    ("BertConfig.from_json missing file", lambda: bert.BertConfig.from_json("/nonexistent/config.json"), r"^path: expected a config\.json file, got '/nonexistent/config\.json', which is no file"),
+    ("cache_dir root a file", lambda: cache.cache_dir("x", root=__file__), r"^root: expected a folder for the caches, got '.*', which is a file"),
+    ("source_modules a list", lambda: cache.source_modules([__file__]), r"^entry_points: expected paths, one per argument .*got a list"),
+    ("cache_key tuple keys", lambda: cache.cache_key({(1, 2): 3}), r"^inputs: expected a dict with str keys, got \['\(1, 2\)'\]"),
     ("claim_close strings", lambda: evidence.claim_close("s", "a", "b"), r"^got: expected a tensor or numbers, got a str 'a'"),
 ]
 
