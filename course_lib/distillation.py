@@ -70,6 +70,9 @@ def soft_target_loss(student_logits, teacher_logits, temperature: float = 1.0,
     require_floating("student_logits", student_logits)
     require_floating("teacher_logits", teacher_logits)
     _check_temperature(temperature)
+    if not torch.isfinite(teacher_logits).all():   # a fixed target: NaN there is a broken teacher
+        raise ValueError("teacher_logits: expected finite logits (the teacher's fixed targets), "
+                         "got NaN or inf")
     C = student_logits.shape[-1]
     log_p_s = F.log_softmax(student_logits.reshape(-1, C) / temperature, dim=-1)       # (N, C)
     log_p_t = F.log_softmax(teacher_logits.detach().reshape(-1, C) / temperature, dim=-1)

@@ -44,6 +44,10 @@ def train(model, batches_fn, loss_fn, steps: int, optimizer, scheduler=None, cli
         raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise ValueError(f"optimizer: expected a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    for i, group in enumerate(optimizer.param_groups):
+        lr = group.get("lr")
+        if isinstance(lr, float) and not math.isfinite(lr):
+            raise ValueError(f"optimizer: expected a finite learning rate, got lr={lr} in param_groups[{i}]")
     if seed is not None:
         seed_everything(seed)
     params = [p for p in model.parameters() if p.requires_grad]

@@ -266,6 +266,9 @@ SECOND_PASS = [
     ("cache_dir root a file", lambda: cache.cache_dir("x", root=__file__), r"^root: expected a folder for the caches, got '.*', which is a file"),
     ("source_modules a list", lambda: cache.source_modules([__file__]), r"^entry_points: expected paths, one per argument .*got a list"),
     ("cache_key tuple keys", lambda: cache.cache_key({(1, 2): 3}), r"^inputs: expected a dict with str keys, got \['\(1, 2\)'\]"),
+    ("soft_target_loss NaN teacher", lambda: distillation.soft_target_loss(s, torch.full((4, 3), math.nan)), r"^teacher_logits: expected finite logits .*got NaN or inf"),
+    ("train lr NaN", lambda: training.train(nn.Linear(2, 1), lambda step: torch.ones(1, 2), lambda m, b: m(b).sum(), 1, torch.optim.SGD(nn.Linear(2, 1).parameters(), math.nan)),
+     r"^optimizer: expected a finite learning rate, got lr=nan in param_groups\[0\]"),
     ("claim_close strings", lambda: evidence.claim_close("s", "a", "b"), r"^got: expected a tensor or numbers, got a str 'a'"),
 ]
 
