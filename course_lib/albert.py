@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from .bert import (BertConfig, BertEmbeddings, BertModelOutput, BertPooler, bert_layer, encoder_mask,
-                   init_bert_weights, run_layers)
-from .validation import require_rank
+                   init_bert_weights, load_renamed, run_layers)
+from .validation import require_positive_int, require_rank
 
 
 @dataclass
@@ -41,8 +41,7 @@ class AlbertConfig(BertConfig):
     def __post_init__(self):
         super().__post_init__()
         for name in ("embedding_size", "num_hidden_groups", "num_hidden_layers"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)}")
+            require_positive_int(name, getattr(self, name))      # not int(2.5) = 2, not True
         if self.num_hidden_layers % self.num_hidden_groups != 0:
             raise ValueError(f"num_hidden_groups={self.num_hidden_groups} must divide "
                              f"num_hidden_layers={self.num_hidden_layers}")
@@ -60,6 +59,9 @@ class AlbertModel(nn.Module):
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
+        if not isinstance(config, AlbertConfig):
+            raise ValueError(f"config: expected an AlbertConfig (embedding_size, num_hidden_groups), "
+                             f"got {type(config).__name__}")
         self.config = config
         self.embeddings = BertEmbeddings(_embedding_config(config))          # tables V x E, ...
         self.embedding_hidden_mapping_in = nn.Linear(config.embedding_size, config.hidden_size)
@@ -90,6 +92,8 @@ class AlbertModel(nn.Module):
 
 def count_parameters(module: nn.Module) -> int:
     """Number of distinct parameters: `parameters()` yields a shared tensor once."""
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"module: expected an nn.Module, got {type(module).__name__}")
     return sum(p.numel() for p in module.parameters())
 
 
@@ -100,6 +104,8 @@ def _layer_count(H: int, I: int) -> int:
 
 def bert_parameter_count(config: BertConfig, pooler: bool = True) -> int:
     """BERT's size in closed form (RoBERTa is the same formula with its vocabulary and tables)."""
+    if not isinstance(config, BertConfig):
+        raise ValueError(f"config: expected a BertConfig, got {type(config).__name__}")
     c = config
     H = c.hidden_size
     embeddings = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * H + 2 * H
@@ -109,6 +115,8 @@ def bert_parameter_count(config: BertConfig, pooler: bool = True) -> int:
 
 def albert_parameter_count(config: AlbertConfig, pooler: bool = True) -> int:
     """ALBERT's size in closed form: E-wide tables, one E -> H map, `num_hidden_groups` layers."""
+    if not isinstance(config, AlbertConfig):
+        raise ValueError(f"config: expected an AlbertConfig, got {type(config).__name__}")
     c = config
     E, H = c.embedding_size, c.hidden_size
     embeddings = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * E + 2 * E
@@ -118,6 +126,9 @@ def albert_parameter_count(config: AlbertConfig, pooler: bool = True) -> int:
 
 def meta_model(cls, config) -> nn.Module:
     """Instantiate a model without allocating its weights (shapes only): enough to count."""
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        raise ValueError(f"cls: expected a model class (e.g. BertModel), got {type(cls).__name__} "
+                         f"(pass the class, not an instance)")
     with torch.device("meta"):
         return cls(config)
 
@@ -138,10 +149,16 @@ def from_hf_state_dict(config: AlbertConfig, state_dict: dict) -> AlbertModel:
             out[key.removeprefix("encoder.")] = value
         elif key.startswith("encoder.albert_layer_groups."):
             parts = key.split(".")           # encoder.albert_layer_groups.G.albert_layers.0.<name>.<leaf>
+            if len(parts) < 7:
+                raise ValueError(f"state_dict: unexpected Hugging Face ALBERT key {key!r} (expected "
+                                 f"encoder.albert_layer_groups.G.albert_layers.0.<name>.<leaf>)")
             if parts[4] != "0":
                 raise ValueError(f"state_dict: inner_group_num > 1 is not implemented ({key!r})")
             name = ".".join(parts[5:-1])
+            if name not in per_layer:
+                raise ValueError(f"state_dict: unexpected Hugging Face ALBERT key {key!r} "
+                                 f"(known layer parts: {sorted(per_layer)})")
             out[f"groups.{parts[2]}.{per_layer[name]}.{parts[-1]}"] = value
     model = AlbertModel(config)
-    model.load_state_dict(out, strict=True)
+    load_renamed(model, out)
     return model

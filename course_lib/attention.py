@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .validation import (require_bool_mask, require_divisible, require_floating, require_input_dtype,
-                         require_positive_int, require_probability, require_rank, require_same_dtype,
-                         require_size, shape_str)
+                         require_positive, require_positive_int, require_probability, require_rank,
+                         require_same_dtype, require_size, shape_str)
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, scale=None, dropout_p=0.0):
@@ -38,9 +38,17 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, dropout_p=0.0):
         raise ValueError(f"k: last dim must equal q's d_k={q.shape[-1]}, got shape {shape_str(k)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"v: must have T_k={k.shape[-2]} rows like k, got shape {shape_str(v)}")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"k: leading (batch) dims must broadcast with q's {tuple(q.shape[:-2])} "
+                         f"and v's {tuple(v.shape[:-2])}, got shape {shape_str(k)}") from None
     require_floating("q", q)
     require_same_dtype("k", k, "q", q)
     require_same_dtype("v", v, "q", q)
+    if scale is not None:
+        require_positive("scale", scale)      # NaN, inf or <= 0 would silently spoil every weight
+    require_probability("dropout_p", dropout_p)
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k) if scale is None else scale
 

@@ -29,9 +29,9 @@ from .activations import get_activation
 from .layernorm import LayerNorm
 from .masking import IGNORE_INDEX
 from .transformer import EncoderLayer, TokenPacking, padding_mask
-from .validation import (require_divisible, require_finite, require_id, require_ids, require_int,
-                         require_labels, require_positive, require_positive_int, require_probability,
-                         require_rank, require_tensor, shape_str)
+from .validation import (require_divisible, require_finite, require_floating, require_id, require_ids, require_input_dtype,
+                         require_int, require_labels, require_positive, require_positive_int,
+                         require_probability, require_rank, require_size, require_tensor, shape_str)
 
 # Hugging Face activation names -> the course's (`course_lib.activations.get_activation` names).
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
@@ -75,6 +75,8 @@ class BertConfig:
     @classmethod
     def from_dict(cls, d: dict) -> BertConfig:
         """Keep the fields BertConfig knows; refuse settings that would change the model."""
+        if not isinstance(d, dict):
+            raise ValueError(f"d: expected a dict (a parsed config.json), got {type(d).__name__}")
         if d.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError(f"position_embedding_type: only 'absolute' is implemented, "
                              f"got {d['position_embedding_type']!r}")
@@ -84,6 +86,11 @@ class BertConfig:
     @classmethod
     def from_json(cls, path: str | PathLike) -> BertConfig:
         """Read a Hugging Face config.json."""
+        if isinstance(path, str) and path.lstrip().startswith("{"):
+            raise ValueError(f"path: expected the path of a config.json, got JSON text {path:.40}... "
+                             f"(parse it and call BertConfig.from_dict)")
+        if not Path(path).is_file():
+            raise ValueError(f"path: expected a config.json file, got {str(path)!r}, which is no file")
         return cls.from_dict(json.loads(Path(path).read_text()))
 
     def to_dict(self) -> dict:
@@ -113,6 +120,8 @@ class BertEmbeddings(nn.Module):
         c = self.config
         require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
         T = input_ids.shape[1]
+        if not _tracing() and T == 0:     # (an exported graph keeps no Python checks of shapes)
+            raise ValueError(f"input_ids: expected at least one position, got shape {shape_str(input_ids)}")
         if T > c.max_position_embeddings:
             raise ValueError(f"input_ids: sequence length {T} exceeds max_position_embeddings="
                              f"{c.max_position_embeddings} (the position table has no row "
@@ -132,6 +141,12 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(x))
 
 
+def _require_config(config, cls=None) -> None:
+    cls = cls or BertConfig
+    if not isinstance(config, cls):
+        raise ValueError(f"config: expected a {cls.__name__}, got {type(config).__name__}")
+
+
 def bert_layer(config: BertConfig) -> EncoderLayer:
     """Part II's Post-LN encoder layer, configured as BERT's.
 
@@ -144,6 +159,7 @@ def bert_layer(config: BertConfig) -> EncoderLayer:
     `weight`/`bias` are the same). The written-out formulas read the activations 5-8 times
     each; in BERT they made the whole model ~25% slower than Hugging Face's.
     """
+    _require_config(config)
     return EncoderLayer(config.hidden_size, config.num_attention_heads, config.intermediate_size,
                         dropout=config.hidden_dropout_prob,
                         activation=_HF_ACTIVATIONS[config.hidden_act], norm_first=False,
@@ -157,9 +173,17 @@ class BertPooler(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
+        _require_config(config)
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
 
     def forward(self, sequence_output):
+        if not _tracing():                # shapes and dtype only (metadata, no pass over the values)
+            require_rank("sequence_output", sequence_output, rank=3, layout="(B, T, hidden_size)")
+            require_size("sequence_output", sequence_output, -1, self.dense.in_features, "hidden_size")
+            if sequence_output.shape[1] == 0:
+                raise ValueError(f"sequence_output: expected at least one position, got shape "
+                                 f"{shape_str(sequence_output)}")
+            require_input_dtype("sequence_output", sequence_output, self.dense)
         return torch.tanh(self.dense(sequence_output[:, 0]))           # (B, H)
 
 
@@ -205,6 +229,7 @@ class BertModel(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
+        _require_config(config)
         self.config = config
         self.embeddings = BertEmbeddings(config)
         self.layers = nn.ModuleList(bert_layer(config) for _ in range(config.num_hidden_layers))
@@ -240,8 +265,7 @@ class BertModel(nn.Module):
         Every parameter must be present (a missing one raises).
         """
         model = cls(config)
-        model.load_state_dict(hf_to_course_state_dict(state_dict, config.num_hidden_layers),
-                              strict=True)
+        load_renamed(model, hf_to_course_state_dict(state_dict, config.num_hidden_layers))
         return model
 
     def to_hf_state_dict(self) -> dict:
@@ -260,6 +284,7 @@ def encoder_mask(attention_mask, input_ids) -> torch.Tensor | None:
     (Hugging Face's SDPA path makes the same choice). Not while tracing (ONNX export,
     torch.compile): the graph must keep the mask, or a padded batch fed to the exported model
     later would attend to its padding."""
+    require_tensor("input_ids", input_ids)       # not a list: its rows would read as a shape
     mask = padding_mask(attention_mask, input_ids)                       # (B, 1, 1, T) or None
     if mask is not None and not _tracing() and mask.all():
         return None
@@ -295,7 +320,27 @@ def _hf_key_map(num_layers: int) -> dict[str, str]:
     return names
 
 
+def load_renamed(model: nn.Module, state_dict: dict) -> None:
+    """model.load_state_dict(state_dict, strict=True), with a short error naming what does not fit
+    (torch's lists every missing key of a whole model) - e.g. a checkpoint of another size."""
+    ours = model.state_dict()
+    missing = [k for k in ours if k not in state_dict]
+    unexpected = [k for k in state_dict if k not in ours]
+    resized = [f"{k} {tuple(state_dict[k].shape)} vs {tuple(v.shape)}" for k, v in ours.items()
+               if k in state_dict and tuple(getattr(state_dict[k], "shape", ())) != tuple(v.shape)]
+    for what, keys in (("missing", missing), ("unexpected", unexpected),
+                       ("of another shape (checkpoint vs model)", resized)):
+        if keys:
+            raise ValueError(f"state_dict: {len(keys)} tensor(s) {what} for this "
+                             f"{type(model).__name__} config, e.g. {keys[:3]} - a checkpoint of "
+                             f"another model or size, or a course (not Hugging Face) state dict?")
+    model.load_state_dict(state_dict, strict=True)
+
+
 def hf_to_course_state_dict(state_dict: dict, num_layers: int) -> dict:
+    require_int("num_layers", num_layers, minimum=0)
+    if not isinstance(state_dict, dict):
+        raise ValueError(f"state_dict: expected a dict name -> tensor, got {type(state_dict).__name__}")
     names = _hf_key_map(num_layers)
     out = {}
     for key, value in state_dict.items():
@@ -304,12 +349,15 @@ def hf_to_course_state_dict(state_dict: dict, num_layers: int) -> dict:
             out[names[key]] = value
         elif key.startswith(("embeddings.", "encoder.", "pooler.")) and not key.endswith("_ids"):
             raise ValueError(f"state_dict: unexpected Hugging Face key {key!r} for a "
-                             f"{num_layers}-layer BertModel")
+                             f"{num_layers}-layer BertModel (num_layers={num_layers})")
     return out
 
 
 def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
     """BERT's initialisation: N(0, 0.02) weights, zero biases, LayerNorm at identity."""
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"module: expected an nn.Module (use model.apply), got {type(module).__name__}")
+    require_finite("std", std, minimum=0.0)
     if isinstance(module, nn.Linear):
         nn.init.normal_(module.weight, std=std)
         if module.bias is not None:
@@ -335,7 +383,13 @@ class BertLMHead(nn.Module):
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
+        _require_config(config)
         H, V = config.hidden_size, config.vocab_size
+        weight = getattr(word_embeddings, "weight", None)
+        if not isinstance(weight, torch.Tensor) or tuple(weight.shape) != (V, H):
+            got = shape_str(weight) if isinstance(weight, torch.Tensor) else type(word_embeddings).__name__
+            raise ValueError(f"word_embeddings: expected a (vocab_size, hidden_size)=({V}, {H}) table "
+                             f"(the model's nn.Embedding), got {got}")
         self.dense = nn.Linear(H, H)
         self.activation = get_activation(_HF_ACTIVATIONS[config.hidden_act], fused=True)
         self.LayerNorm = nn.LayerNorm(H, eps=config.layer_norm_eps)
@@ -344,6 +398,10 @@ class BertLMHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(V))
 
     def forward(self, sequence_output):
+        if not _tracing():                # shapes and dtype only (metadata, no pass over the values)
+            require_rank("sequence_output", sequence_output, min_rank=2, layout="(..., hidden_size)")
+            require_size("sequence_output", sequence_output, -1, self.dense.in_features, "hidden_size")
+            require_input_dtype("sequence_output", sequence_output, self.dense)
         h = self.LayerNorm(self.activation(self.dense(sequence_output)))  # (B, T, H)
         return self.decoder(h) + self.bias                                # (B, T, V)
 
@@ -419,9 +477,10 @@ class BertForPreTraining(nn.Module):
             elif key == "cls.predictions.bias":
                 out["mlm_head.bias"] = value
             # cls.predictions.decoder.* is the tied embedding (and the same bias) again
-        out["mlm_head.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]
+        if "bert.embeddings.word_embeddings.weight" in out:          # else load_renamed names it
+            out["mlm_head.decoder.weight"] = out["bert.embeddings.word_embeddings.weight"]
         model = cls(config)
-        model.load_state_dict(out, strict=True)
+        load_renamed(model, out)
         return model
 
 
@@ -432,6 +491,7 @@ def mlm_cross_entropy(prediction_logits, labels):
     to the graph so backward() still works), not F.cross_entropy's 0/0 = NaN.
     """
     require_rank("prediction_logits", prediction_logits, min_rank=2, layout="(..., V)")
+    require_floating("prediction_logits", prediction_logits)
     V = prediction_logits.shape[-1]
     require_tensor("labels", labels)
     if labels.shape != prediction_logits.shape[:-1]:

@@ -30,7 +30,13 @@ from . import ROOT
 
 def cache_dir(name: str, root: str | Path | None = None) -> Path:
     """build/cache/<name> (created); `root` replaces build/cache."""
-    folder = (Path(root) if root is not None else ROOT / "build" / "cache") / name
+    if not isinstance(name, str) or not name or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise ValueError(f"name: expected a non-empty relative folder name inside the cache root "
+                         f"(no '..', not absolute), got {name!r}")
+    base = Path(root) if root is not None else ROOT / "build" / "cache"
+    if base.exists() and not base.is_dir():
+        raise ValueError(f"root: expected a folder for the caches, got {str(base)!r}, which is a file")
+    folder = base / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -41,6 +47,12 @@ def source_modules(*entry_points: str | Path) -> list[Path]:
     subpackage such as `course_lib.data`, read from the source with `ast`, including imports
     inside functions), sorted. A subpackage counts with its `__init__.py`, which importing any of
     its modules runs."""
+    for p in entry_points:
+        if not isinstance(p, (str, Path)):
+            raise ValueError(f"entry_points: expected paths, one per argument (source_modules(a, b)), "
+                             f"got a {type(p).__name__}")
+        if not Path(p).is_file():      # a mistyped entry point would digest no source: a stale key
+            raise ValueError(f"entry_points: expected existing source files, got {str(p)!r}")
     todo, seen = [Path(p).resolve() for p in entry_points], set()
     while todo:
         path = todo.pop()
@@ -67,8 +79,13 @@ def source_modules(*entry_points: str | Path) -> list[Path]:
 
 def source_digest(paths) -> str:
     """sha256 over the (name, text) of the files, in sorted order."""
+    if isinstance(paths, (str, Path)):
+        raise ValueError(f"paths: expected a list of paths, got one {type(paths).__name__} {str(paths)!r} "
+                         f"(wrap it: [path])")
     digest = hashlib.sha256()
     for path in sorted(Path(p) for p in paths):
+        if not path.is_file():
+            raise ValueError(f"paths: expected source files, got {str(path)!r}, which is no file")
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -77,6 +94,9 @@ def versions(*packages: str) -> dict[str, str]:
     """{package: installed version} ('absent' when not installed)."""
     found = {}
     for name in packages:
+        if not isinstance(name, str):
+            raise ValueError(f"packages: expected package names as str arguments (versions('torch', "
+                             f"'onnx')), got {type(name).__name__} {name!r}")
         try:
             found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -88,9 +108,24 @@ def cache_key(inputs: dict, package_versions: dict | None = None, source: str | 
               length: int = 16) -> str:
     """A short sha256 of (inputs, package versions, source digest), JSON with sorted keys:
     any change to any of them gives another key."""
+    if isinstance(length, bool) or not isinstance(length, int) or not 1 <= length <= 64:
+        raise ValueError(f"length: expected an int in [1, 64] (hex digits of sha256), got {length!r}")
+    if not isinstance(inputs, dict) or not all(isinstance(k, str) for k in inputs):
+        raise ValueError(f"inputs: expected a dict with str keys, got "
+                         f"{type(inputs).__name__ if not isinstance(inputs, dict) else sorted(map(repr, inputs))}")
     blob = json.dumps({"inputs": inputs, "versions": package_versions or {}, "source": source or ""},
-                      sort_keys=True, default=str)
+                      sort_keys=True, default=_json_default)
     return hashlib.sha256(blob.encode()).hexdigest()[:length]
+
+
+def _json_default(value):
+    """str() of what JSON cannot write; not of a tensor, whose str() elides the middle of its values
+    (two tensors that differ there would share a key)."""
+    if hasattr(value, "shape") and getattr(value, "ndim", 0) >= 1:      # a tensor or an array
+        raise ValueError(f"inputs: expected JSON-like values, got a {type(value).__name__} of shape "
+                         f"{tuple(value.shape)}, whose str() elides values: key a digest of it "
+                         f"(e.g. course_lib.fast_inference.state_digest) or .tolist()")
+    return str(value)
 
 
 def unique_tmp(path: str | Path) -> Path:

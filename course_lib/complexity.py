@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from .device import torch_threads
-from .validation import require_rank, shape_str
+from .validation import require_floating, require_rank, require_same_dtype, shape_str
 
 # Autograd nodes of the operations FlopCounterMode counts: the "operations" of a sequential chain.
 MATMUL_NODES = frozenset({"MmBackward0", "AddmmBackward0", "BmmBackward0", "BaddbmmBackward0",
@@ -88,12 +88,18 @@ def conv1d_flops(n: int, d: int, kernel_size: int, *, batch_size: int = 1) -> in
 
 # ----------------------------------------------------------------------------- measurements
 
+def _require_callable(name: str, fn) -> None:
+    if not callable(fn):
+        raise ValueError(f"{name}: expected a function, got {type(fn).__name__}")
+
+
 def count_flops(fn: Callable, *args, **kwargs) -> int:
     """FLOPs that FlopCounterMode sees while `fn(*args, **kwargs)` runs.
 
     Run it on the meta device to count without computing. Beware: fused kernels without a
     registered formula (CPU flash attention, oneDNN LSTM, cuDNN RNN) are counted as 0.
     """
+    _require_callable("fn", fn)
     with FlopCounterMode(display=False) as counter:
         fn(*args, **kwargs)
     return int(counter.get_total_flops())
@@ -133,6 +139,10 @@ def saved_activation_bytes(fn: Callable, *args, exclude=(), **kwargs) -> int:
     count activations only) are left out. Needs real tensors, not meta: storages are told apart
     by their address.
     """
+    _require_callable("fn", fn)
+    if isinstance(exclude, (torch.Tensor, torch.nn.Module)):
+        raise ValueError(f"exclude: expected an iterable of tensors (e.g. module.parameters()), "
+                         f"got a {type(exclude).__name__}")
     excluded = {tensor.untyped_storage().data_ptr() for tensor in exclude}
     storages: dict[int, int] = {}
 
@@ -152,9 +162,21 @@ def fit_power_law(values, **variables) -> dict[str, float]:
 
     fit_power_law(flops, n=ns, d=ds) -> {"n": 2.0, "d": 1.0, "c": 4.0} for 4·n²·d.
     """
-    y = np.log(np.asarray(values, dtype=float))
     if not variables:
         raise ValueError("variables: give at least one, e.g. n=[...]")
+    # the logs below need positive finite numbers: log(0) = -inf and log(-1) = NaN fit nothing
+    for name, raw in (("values", values), *variables.items()):
+        try:
+            numbers = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: expected a list of numbers, got {type(raw).__name__} {raw!r:.40}") from None
+        if numbers.ndim != 1 or numbers.size < 2:
+            raise ValueError(f"{name}: expected a 1-D list of at least 2 numbers, got shape {numbers.shape}")
+        bad = ~(np.isfinite(numbers) & (numbers > 0))
+        if bad.any():
+            raise ValueError(f"{name}: expected positive finite numbers (their logs are fitted), got "
+                             f"{float(numbers[bad][0])!r} at index {int(np.flatnonzero(bad.ravel())[0])}")
+    y = np.log(np.asarray(values, dtype=float))
     columns = [np.log(np.asarray(v, dtype=float)) for v in variables.values()]
     for name, column in zip(variables, columns):
         if column.shape != y.shape:
@@ -191,6 +213,7 @@ def max_path_length(hop: Callable[[int], torch.Tensor], n: int, max_hops: int | 
     over the unrolled graph, one hop (one frontier) at a time; it stops at the first hop that
     reaches no new (input, output) pair.
     """
+    _require_callable("hop", hop)
     n = _require_positive_int("n", n)
     max_hops = 4 * n + 8 if max_hops is None else _require_positive_int("max_hops", max_hops)
     # The matrices are tiny: one thread, or COURSE_TORCH_THREADS' count (the path lengths are
@@ -217,12 +240,14 @@ def _breadth_first(hop, n, max_hops):
 
 def attention_hops(n: int) -> Callable[[int], torch.Tensor]:
     """Every position reads every position, in every layer."""
+    n = _require_positive_int("n", n)
     full = torch.ones(n, n, dtype=torch.bool)
     return lambda layer: full
 
 
 def band_hops(n: int, window: int) -> Callable[[int], torch.Tensor]:
     """A centred window (a convolution of kernel k, or restricted attention over r keys): |i-j| <= window//2."""
+    n = _require_positive_int("n", n)
     window = _require_odd("window", window)
     offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]
     band = offsets.abs() <= window // 2
@@ -231,6 +256,7 @@ def band_hops(n: int, window: int) -> Callable[[int], torch.Tensor]:
 
 def dilated_causal_hops(n: int, kernel_size: int) -> Callable[[int], torch.Tensor]:
     """Layer l is a causal convolution with dilation k**l (WaveNet): j reads j - m·k**l, m < k."""
+    n = _require_positive_int("n", n)
     kernel_size = _require_positive_int("kernel_size", kernel_size)
     if kernel_size < 2:
         raise ValueError(f"kernel_size: expected at least 2 for a dilated stack, got {kernel_size}")
@@ -244,6 +270,7 @@ def dilated_causal_hops(n: int, kernel_size: int) -> Callable[[int], torch.Tenso
 
 def recurrent_hops(n: int) -> Callable[[int], torch.Tensor]:
     """Hop 0: x_t enters h_t. Every later hop: h_{t-1} -> h_t (one time step)."""
+    n = _require_positive_int("n", n)
     step = torch.diag(torch.ones(n - 1, dtype=torch.bool), diagonal=1)    # [t-1, t] = True
     identity = torch.eye(n, dtype=torch.bool)
     return lambda hop_index: identity if hop_index == 0 else step
@@ -266,6 +293,9 @@ def restricted_self_attention(q, k, v, window: int):
         raise ValueError(f"k: expected the shape of q {shape_str(q)} (self-attention), got {shape_str(k)}")
     if v.shape[:-1] != q.shape[:-1]:
         raise ValueError(f"v: expected {tuple(q.shape[:-1])} + (d_v,) like q, got {shape_str(v)}")
+    require_floating("q", q)
+    require_same_dtype("k", k, "q", q)
+    require_same_dtype("v", v, "q", q)
     window = _require_odd("window", window)
     T, d_k, half = q.shape[-2], q.shape[-1], window // 2
 

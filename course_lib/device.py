@@ -23,6 +23,10 @@ def get_device() -> torch.device:
 
 def seed_everything(seed: int) -> torch.Generator:
     """Seed Python, NumPy and torch; return a fresh CPU generator seeded with `seed`."""
+    # NumPy takes 0 .. 2**32 - 1 only; checked first so that nothing is seeded half-way
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 32:
+        raise ValueError(f"seed: expected an int in [0, 2**32 - 1], got {type(seed).__name__} {seed!r}")
+    seed = int(seed)              # a numpy integer too (random.seed refuses one)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -54,6 +58,7 @@ def limit_threads(threads: int = 1) -> int:
     only at a fixed thread count. `course sweep` sets COURSE_TORCH_THREADS=2 for one run, because
     another thread count rounds differently, as another CPU would: a claim must survive that.
     """
+    _require_thread_count("threads", threads)
     threads = requested_threads(threads)
     torch.set_num_threads(threads)
     return threads
@@ -62,7 +67,23 @@ def limit_threads(threads: int = 1) -> int:
 def requested_threads(default: int = 1) -> int:
     """`default`, unless COURSE_TORCH_THREADS asks for another torch thread count. The one place
     that reads the variable: `limit_threads`, `torch_threads` and pretraining's cache key agree."""
-    return int(os.environ.get("COURSE_TORCH_THREADS", default))
+    _require_thread_count("default", default)
+    raw = os.environ.get("COURSE_TORCH_THREADS")
+    if raw is None:
+        return int(default)
+    try:
+        count = int(raw)
+    except ValueError:
+        count = None
+    if count is None or count < 1:
+        shown = repr(raw) if count is None else count
+        raise ValueError(f"COURSE_TORCH_THREADS: expected a positive int, got {shown}")
+    return count
+
+
+def _require_thread_count(name, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name}: expected a positive int, got {type(value).__name__} {value!r}")
 
 
 @contextmanager

@@ -35,7 +35,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .bert import BertConfig, BertModel
-from .validation import require_rank, require_tensor, shape_str
+from .validation import (require_floating, require_int, require_labels, require_positive,
+                         require_positive_int, require_rank, require_tensor, shape_str)
 
 
 def _check_logits(student_logits, teacher_logits):
@@ -44,12 +45,17 @@ def _check_logits(student_logits, teacher_logits):
     if teacher_logits.shape != student_logits.shape:
         raise ValueError(f"teacher_logits: expected shape {shape_str(student_logits)} like "
                          f"student_logits, got {shape_str(teacher_logits)}")
+    if student_logits.numel() == 0:
+        # a mean over no rows is 0/0 = NaN
+        raise ValueError(f"student_logits: expected a non-empty batch (at least one row and one "
+                         f"class), got shape {shape_str(student_logits)}")
 
 
 def _check_temperature(temperature):
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
             or not temperature > 0:
         raise ValueError(f"temperature: expected a number > 0, got {temperature!r}")
+    require_positive("temperature", temperature)     # inf: every softmax uniform, the loss NaN
 
 
 def soft_target_loss(student_logits, teacher_logits, temperature: float = 1.0,
@@ -61,7 +67,12 @@ def soft_target_loss(student_logits, teacher_logits, temperature: float = 1.0,
     scale_by_t2=False leaves out the T² factor (to measure what it is for).
     """
     _check_logits(student_logits, teacher_logits)
+    require_floating("student_logits", student_logits)
+    require_floating("teacher_logits", teacher_logits)
     _check_temperature(temperature)
+    if not torch.isfinite(teacher_logits).all():   # a fixed target: NaN there is a broken teacher
+        raise ValueError("teacher_logits: expected finite logits (the teacher's fixed targets), "
+                         "got NaN or inf")
     C = student_logits.shape[-1]
     log_p_s = F.log_softmax(student_logits.reshape(-1, C) / temperature, dim=-1)       # (N, C)
     log_p_t = F.log_softmax(teacher_logits.detach().reshape(-1, C) / temperature, dim=-1)
@@ -74,7 +85,9 @@ def distillation_loss(student_logits, teacher_logits, labels, temperature: float
                       alpha: float = 0.5, scale_by_t2: bool = True) -> torch.Tensor:
     """alpha · soft_target_loss(T) + (1 - alpha) · cross_entropy(student_logits, labels).
 
-    student_logits, teacher_logits: (B, C); labels: (B,) class ids (the hard labels, at T = 1).
+    student_logits, teacher_logits: (B, C); labels: (B,) class ids (the hard labels, at T = 1),
+    -100 where a row has none; an unlabelled batch (all -100) has no hard term (0), as in
+    `course_lib.bert.mlm_cross_entropy`.
     """
     _check_logits(student_logits, teacher_logits)
     require_rank("student_logits", student_logits, rank=2, layout="(B, num_classes)")
@@ -84,8 +97,15 @@ def distillation_loss(student_logits, teacher_logits, labels, temperature: float
                          f"student_logits {shape_str(student_logits)}, got {shape_str(labels)}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
         raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}")
+    # class ids in [0, C) or -100 (what cross_entropy skips): one pass over (B,) labels
+    require_labels("labels", labels, student_logits.shape[1])
     soft = soft_target_loss(student_logits, teacher_logits, temperature, scale_by_t2)
-    hard = F.cross_entropy(student_logits, labels)
+    if not bool((labels != -100).any()):
+        # an unlabelled batch (all -100): no hard term, as mlm_cross_entropy - not cross_entropy's
+        # 0/0 = NaN; the graft keeps backward() working
+        hard = student_logits.sum() * 0.0
+    else:
+        hard = F.cross_entropy(student_logits, labels)
     return alpha * soft + (1 - alpha) * hard
 
 
@@ -93,8 +113,7 @@ def distillation_loss(student_logits, teacher_logits, labels, temperature: float
 
 def every_other_layer(num_layers: int) -> list[int]:
     """DistilBERT's choice, "one layer out of two": [0, 2, 4, ...] of `num_layers` layers."""
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 2:
-        raise ValueError(f"num_layers: expected an int >= 2, got {num_layers!r}")
+    num_layers = require_int("num_layers", num_layers, minimum=2)    # numpy ints too, not bools
     return list(range(0, num_layers, 2))
 
 
@@ -107,6 +126,8 @@ def student_from_teacher(teacher: BertModel, layers: list[int] | None = None) ->
     if not isinstance(teacher, BertModel):
         raise ValueError(f"teacher: expected a course_lib.bert.BertModel, got {type(teacher).__name__}")
     n = teacher.config.num_hidden_layers
+    if layers is not None and not isinstance(layers, (list, tuple, range)):
+        raise ValueError(f"layers: expected a list of layer indices, got {type(layers).__name__} {layers!r}")
     layers = every_other_layer(n) if layers is None else list(layers)
     if not layers or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
                          for i in layers) or layers != sorted(set(layers)):
@@ -153,13 +174,17 @@ def pkd_loss(student_hidden, teacher_hidden) -> torch.Tensor:
     student_hidden, teacher_hidden: sequences (one entry per matched layer) of (B, H) [CLS]
     vectors, or (B, T, H) hidden states whose position 0 is taken. The teacher is a fixed target.
     """
+    for name, seq in (("student_hidden", student_hidden), ("teacher_hidden", teacher_hidden)):
+        if isinstance(seq, torch.Tensor) or not isinstance(seq, (list, tuple)):
+            raise ValueError(f"{name}: expected a list of tensors (one per matched layer), got "
+                             f"{type(seq).__name__}")
     if len(student_hidden) != len(teacher_hidden) or not len(student_hidden):
         raise ValueError(f"student_hidden: expected as many layers as teacher_hidden "
                          f"({len(teacher_hidden)}), at least one, got {len(student_hidden)}")
     total = 0.0
     for i, (s, t) in enumerate(zip(student_hidden, teacher_hidden)):
-        require_tensor(f"student_hidden[{i}]", s)
-        require_tensor(f"teacher_hidden[{i}]", t)
+        require_floating(f"student_hidden[{i}]", s)
+        require_floating(f"teacher_hidden[{i}]", t)
         if s.shape != t.shape or s.dim() not in (2, 3):
             raise ValueError(f"student_hidden[{i}]: expected (B, H) or (B, T, H) like "
                              f"teacher_hidden[{i}] {shape_str(t)}, got {shape_str(s)}")
@@ -186,6 +211,7 @@ class BertClassifier(nn.Module):
         super().__init__()
         if not isinstance(bert, BertModel):
             raise ValueError(f"bert: expected a course_lib.bert.BertModel, got {type(bert).__name__}")
+        require_positive_int("num_labels", num_labels)
         self.bert = bert
         self.classifier = nn.Linear(bert.config.hidden_size, num_labels)
 

@@ -82,6 +82,18 @@ def margin_of(value: float, op: str, threshold: float) -> tuple[float, float]:
     The relative margin divides by |threshold| (by 1 when the threshold is 0), so 0.5 means
     "half the threshold away from failing" whatever the claim's unit.
     """
+    if op not in _OPERATORS:          # a typo ("=>") would read as "<"
+        raise ValueError(f"op: expected one of {sorted(_OPERATORS)}, got {op!r}")
+    if isinstance(value, (str, bytes)):   # a number (NaN allowed: a diverged run fails its claim)
+        raise ValueError(f"value: expected a number, got {type(value).__name__} {value!r:.40}")
+    _as_float("value", value)
+    if not math.isfinite(_as_float("threshold", threshold)):
+        raise ValueError(f"threshold: expected a finite number, got {threshold!r}")
+    return _margin(value, op, threshold)
+
+
+def _margin(value: float, op: str, threshold: float) -> tuple[float, float]:
+    """margin_of without its checks (`_claim` has checked op and records any threshold as before)."""
     absolute = value - threshold if op in (">", ">=") else threshold - value
     scale = abs(threshold) if threshold != 0 else 1.0
     return absolute, absolute / scale
@@ -235,7 +247,13 @@ def identity(statement: str, value, op: str, threshold, *, why: str) -> ClaimRes
     return _claim(statement, value, op, threshold, "identity", why)
 
 
+def _require_statement(statement) -> None:
+    if not (isinstance(statement, str) and statement.strip()):
+        raise ValueError(f"statement: expected the claim in words (a non-empty str), got {statement!r}")
+
+
 def _claim(statement: str, value, op: str, threshold, kind: str, why: str | None) -> ClaimResult:
+    _require_statement(statement)
     if op not in _OPERATORS:
         raise ValueError(f"op: expected one of {sorted(_OPERATORS)}, got {op!r}")
     if kind not in KINDS and kind != "equality":
@@ -246,7 +264,7 @@ def _claim(statement: str, value, op: str, threshold, kind: str, why: str | None
     value = _as_float("value", value)
     threshold = _as_float("threshold", threshold)
     held = (not math.isnan(value)) and _OPERATORS[op](value, threshold)
-    absolute, relative = margin_of(value, op, threshold)
+    absolute, relative = _margin(value, op, threshold)
     entry = {"statement": statement, "value": value, "op": op, "threshold": threshold,
              "margin": absolute, "relative_margin": relative, "held": bool(held), "kind": kind}
     if why:
@@ -261,6 +279,7 @@ def report(statement: str, value, *, why: str) -> float:
     """Record a measurement the lesson shows but does not claim (nothing is asserted): `why` says
     why it is not a claim (e.g. "one training run moves it by as much as its size"). The sweep
     collects its range over the seeds like a claim's, so texts and quiz answers can cite it."""
+    _require_statement(statement)
     if not (isinstance(why, str) and why.strip()):
         raise ValueError(f"why: a reported number needs a one-line reason why it is not claimed, got {why!r}")
     value = _as_float("value", value)
@@ -276,6 +295,13 @@ def claim_close(statement: str, got, expected, atol: float = 1e-6) -> ClaimResul
     The comparison of a piece built in the open with its `course_lib` twin goes through here, so
     that it is asserted, never only printed.
     """
+    _require_statement(statement)
+    atol = _as_float("atol", atol)
+    if not atol >= 0:
+        raise ValueError(f"atol: expected a finite number >= 0, got {atol}")
+    for name, x in (("got", got), ("expected", expected)):
+        if isinstance(x, str):
+            raise ValueError(f"{name}: expected a tensor or numbers, got a str {x!r:.40}")
     # torch.tensor copies: pandas' `.values` may be a read-only NumPy array
     got = torch.tensor(got, dtype=torch.float64) if not isinstance(got, torch.Tensor) else got
     expected = (torch.tensor(expected, dtype=torch.float64)

@@ -24,6 +24,9 @@ class LayerNorm(nn.Module):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
+        if not isinstance(normalized_shape, (tuple, list, torch.Size)):
+            raise ValueError(f"normalized_shape: expected an int or a tuple of ints (the last "
+                             f"dimensions), got {type(normalized_shape).__name__} {normalized_shape!r}")
         self.normalized_shape = tuple(require_positive_int("normalized_shape", s) for s in normalized_shape)
         # eps <= 0 divides by zero on a constant vector, and a negative one takes the square root
         # of a negative number: NaN

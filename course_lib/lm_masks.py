@@ -20,15 +20,14 @@ from __future__ import annotations
 import torch
 
 from .transformer import padding_mask
-from .validation import require_rank
+from .validation import require_positive_int, require_rank
 
 DIRECTIONS = ("forward", "backward", "bidirectional")
 
 
 def direction_mask(T: int, direction: str, device=None) -> torch.Tensor:
     """(T, T) bool: entry [i, j] is True when query i may attend to key j."""
-    if not isinstance(T, int) or isinstance(T, bool) or T < 1:
-        raise ValueError(f"T: expected a positive int, got {T!r}")
+    T = require_positive_int("T", T)          # numpy ints too, not bools
     if direction not in DIRECTIONS:
         raise ValueError(f"direction: expected one of {DIRECTIONS}, got {direction!r}")
     full = torch.ones(T, T, dtype=torch.bool, device=device)

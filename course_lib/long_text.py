@@ -23,7 +23,7 @@ import numbers
 
 import torch
 
-from .validation import require_int, require_rank
+from .validation import require_floating, require_int, require_rank
 
 STRATEGIES = ("head", "tail", "head+tail")
 
@@ -130,6 +130,7 @@ def pool_windows(logits, how: str = "mean") -> torch.Tensor:
     require_rank("logits", logits, 2, layout="(n_windows, n_classes)")
     if logits.shape[0] == 0:
         raise ValueError("logits: expected at least one window, got shape (0, ...)")
+    require_floating("logits", logits)      # mean() of integer logits has no dtype to return
     if how == "mean":
         return logits.mean(0)
     if how == "max":
@@ -142,6 +143,9 @@ def pad_windows(windows, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     pad_id = require_int("pad_id", pad_id, minimum=0)
     if not windows:
         raise ValueError("windows: expected at least one window, got none")
+    if not all(isinstance(w, (list, tuple)) for w in windows):
+        raise ValueError(f"windows: expected a list of windows, each a list of ids, got an element "
+                         f"of type {next(type(w).__name__ for w in windows if not isinstance(w, (list, tuple)))}")
     longest = max(len(w) for w in windows)
     input_ids = torch.full((len(windows), longest), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((len(windows), longest), dtype=torch.long)

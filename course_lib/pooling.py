@@ -36,6 +36,7 @@ def _check(hidden_states, attention_mask) -> torch.Tensor:
 def cls_pooling(hidden_states: torch.Tensor) -> torch.Tensor:
     """(B, T, H) -> (B, H): the vector at position 0 ([CLS])."""
     require_rank("hidden_states", hidden_states, 3, layout="(B, T, H)")
+    require_floating("hidden_states", hidden_states)    # as mean_pooling and max_pooling
     if hidden_states.shape[1] == 0:
         raise ValueError(f"hidden_states: expected at least one position, got shape "
                          f"{shape_str(hidden_states)}")

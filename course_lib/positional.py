@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .validation import require_floating, require_positive_int, require_rank, require_size
+from .validation import require_finite, require_floating, require_positive_int, require_rank, require_size, require_tensor
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -50,6 +50,7 @@ def _positions(x, positions, max_len):
             raise ValueError(f"x: sequence length {T} exceeds max_len={max_len} "
                              f"(the position table has {max_len} rows)")
         return torch.arange(T, device=x.device)
+    require_tensor("positions", positions)
     if positions.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.bool):
         raise ValueError(f"positions: expected integer ids, got {positions.dtype}")
     if positions.shape[-1] != T or positions.dim() not in (1, 2):
@@ -95,6 +96,7 @@ class LearnedPositionalEmbedding(nn.Module):
         super().__init__()
         self.max_len = require_positive_int("max_len", max_len)
         self.d_model = require_positive_int("d_model", d_model)
+        require_finite("init_std", init_std, minimum=0.0)
         self.weight = nn.Parameter(torch.randn(max_len, d_model) * init_std)
 
     def forward(self, x, positions=None):

@@ -47,6 +47,11 @@ def training_device(device, world: int) -> torch.device:
 def _parse_args(argv=None):
     from .pretraining import PretrainConfig
 
+    if isinstance(argv, (str, bytes)):
+        # argparse would read "--help" as the arguments "-", "-", "h", ...
+        raise ValueError(f"argv: expected a list of str (e.g. ['--steps', '10']), got one str {argv!r:.40} "
+                         f"(split it: {str(argv).split()!r:.40})")
+
     p = argparse.ArgumentParser(description="Pretrain a tiny BERT (MLM + NSP/SOP) on the "
                                             "synthetic corpus; works under torchrun.")
     for f in fields(PretrainConfig):

@@ -127,6 +127,8 @@ def parse_card(lesson: int, meta: dict) -> Card:
 
 def notebook_of(lesson: int) -> Path:
     """The lesson notebook `notebooks/NN_*.ipynb` (ValueError naming the lesson when absent)."""
+    if isinstance(lesson, bool) or not isinstance(lesson, int) or lesson < 0:
+        raise ValueError(f"lesson: expected a lesson number (an int >= 0), got {type(lesson).__name__} {lesson!r}")
     found = sorted((ROOT / "notebooks").glob(f"{lesson:02d}_*.ipynb"))
     if not found:
         raise ValueError(f"lesson: no notebooks/{lesson:02d}_*.ipynb")
@@ -181,6 +183,8 @@ def _measured(item: Item, ranges: dict) -> tuple[str, int]:
 
 def parse_number(text: str) -> float | None:
     """The number in a typed answer ('0.45', '45%', 'about 3x', '1,024'); None if there is none."""
+    if not isinstance(text, str):
+        raise ValueError(f"text: expected the typed answer as a str, got {type(text).__name__} {text!r:.40}")
     match = re.search(r"-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|-?\.\d+", text.replace("−", "-"))
     if not match:
         return None
@@ -292,6 +296,10 @@ def quiz_html(items: list[dict], mode: str = "lesson", lang: str = "en") -> str:
     """A self-contained quiz: the items as JSON and the script that asks them (see quiz.js).
     `mode` "lesson" asks them in order; "interview" asks the weakest first (Leitner boxes kept in
     the browser's localStorage) and shows a score."""
+    if mode not in ("lesson", "interview"):
+        raise ValueError(f"mode: expected 'lesson' or 'interview', got {mode!r}")
+    if lang not in LANGS:
+        raise ValueError(f"lang: expected one of {LANGS}, got {lang!r}")
     data = json.dumps(items, ensure_ascii=False).replace("</", "<\\/")
     return (f"<style>{QUIZ_STYLE}</style>"
             f'<div class="course-quiz" data-mode="{html.escape(mode)}" data-lang="{html.escape(lang)}">'

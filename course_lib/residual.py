@@ -22,6 +22,11 @@ class Residual(nn.Module):
 
     def __init__(self, sublayer: nn.Module, norm: nn.Module | None = None):
         super().__init__()
+        for name, module in (("sublayer", sublayer), ("norm", norm)):
+            if module is not None and not isinstance(module, nn.Module):
+                raise ValueError(f"{name}: expected an nn.Module, got {type(module).__name__}")
+        if sublayer is None:
+            raise ValueError("sublayer: expected an nn.Module, got None")
         self.sublayer = sublayer
         self.norm = norm if norm is not None else nn.Identity()
 

@@ -17,11 +17,31 @@ def _ranks(values) -> "np.ndarray":
     return pd.Series(np.asarray(values, dtype=float)).rank(method="average").to_numpy()
 
 
+def _numbers(name: str, values) -> "np.ndarray":
+    """values as a 1-D float array of finite numbers: a 2-D array would be flattened silently
+    (pairing the wrong entries) and one NaN turns every rank statistic into NaN."""
+    import numpy as np
+
+    if isinstance(values, (str, bytes, dict)):
+        raise ValueError(f"{name}: expected a 1-D sequence of numbers, got {type(values).__name__}")
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a 1-D sequence of numbers, got {type(values).__name__} "
+                         f"{values!r:.40}") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D sequence of numbers, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name}: expected finite numbers, got {int((~np.isfinite(array)).sum())} "
+                         f"NaN or inf")
+    return array
+
+
 def spearman(x, y) -> float:
     """Spearman's rank correlation: Pearson's r of the average ranks of x and y."""
     import numpy as np
 
-    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    x, y = _numbers("x", x).ravel(), _numbers("y", y).ravel()
     if x.shape != y.shape or x.size < 2:
         raise ValueError(f"x, y: expected two sequences of one length >= 2, got {x.size} and {y.size}")
     rx, ry = _ranks(x), _ranks(y)
@@ -37,11 +57,13 @@ def roc_auc(scores, positive) -> float:
     negative (ties count 1/2): the Mann-Whitney U statistic over n_pos * n_neg."""
     import numpy as np
 
-    scores = np.asarray(scores, dtype=float).ravel()
-    if not np.isfinite(scores).all():
-        raise ValueError(f"scores: expected finite numbers, got {int((~np.isfinite(scores)).sum())} "
-                         f"NaN or inf")
-    positive = np.asarray(positive).ravel()
+    scores = _numbers("scores", scores).ravel()
+    if scores.size == 0:
+        raise ValueError("scores: expected at least one positive and one negative score, got none")
+    positive = np.asarray(positive)
+    if positive.ndim != 1:
+        raise ValueError(f"positive: expected a 1-D sequence of flags, got shape {positive.shape}")
+    positive = positive.ravel()
     if positive.dtype != bool:
         # a class label 2 cast to bool would count as positive: only 0/1 flags are read as such
         values = set(np.unique(positive).tolist())

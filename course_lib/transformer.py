@@ -20,7 +20,8 @@ from .attention import MultiHeadAttention
 from .embedding import ScaledEmbedding
 from .layernorm import LayerNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from .validation import (require_attention_mask, require_bool_mask, require_id, require_ids,
+from .validation import _is_int  # an int or a numpy integer, not a bool
+from .validation import (require_attention_mask, require_bool_mask, require_divisible, require_id, require_ids,
                          require_input_dtype, require_int, require_positive, require_positive_int,
                          require_probability, require_rank, require_size, shape_str)
 
@@ -69,9 +70,24 @@ def _check_layer_sizes(d_model, n_heads, d_ff, dropout, layer_norm_eps):
     require_positive("layer_norm_eps", layer_norm_eps)
 
 
-def _check_ids(name, ids, vocab_size):
-    """(B, T) token ids of the model's vocabulary (one pass over the ids, before the embedding)."""
+def _check_config_sizes(config):
+    """A config's layer sizes, checked when the config is made (not first when a model is built)."""
+    _check_layer_sizes(config.d_model, config.n_heads, config.d_ff, config.dropout,
+                       config.layer_norm_eps)
+    require_divisible("d_model", config.d_model, "n_heads", config.n_heads)
+    get_activation(config.activation)                                   # names the bad activation
+
+
+def _check_ids(name, ids, vocab_size, max_len=None):
+    """(B, T) token ids of the model's vocabulary (one pass over the ids, before the embedding),
+    at least one position and, with `max_len`, at most that many (the position table's rows)."""
     require_rank(name, ids, rank=2, layout="(B, T)")
+    T = ids.shape[1]
+    if T == 0:
+        raise ValueError(f"{name}: expected at least one position, got shape {shape_str(ids)}")
+    if max_len is not None and T > max_len:
+        raise ValueError(f"{name}: sequence length {T} exceeds max_len={max_len} "
+                         f"(the position table has {max_len} rows)")
     require_ids(name, ids, vocab_size)
 
 
@@ -264,6 +280,9 @@ def torch_to_course_state_dict(state_dict: dict) -> dict:
     `in_proj_weight` (3·d_model, d_model) in the order q, k, v; the course keeps
     `q_proj`, `k_proj`, `v_proj`. Every other key (out_proj, linear1, norm1, ...) is unchanged.
     """
+    if not isinstance(state_dict, dict):
+        raise ValueError(f"state_dict: expected a dict name -> tensor (module.state_dict()), "
+                         f"got {type(state_dict).__name__}")
     out = {}
     for key, value in state_dict.items():
         prefix, _, leaf = key.rpartition("in_proj_")
@@ -356,6 +375,7 @@ class TransformerConfig:
         for name in ("n_encoder_layers", "n_decoder_layers"):
             require_int(name, getattr(self, name), minimum=0)
         require_id("pad_id", self.pad_id, self.tgt_vocab_size, "tgt_vocab_size")
+        _check_config_sizes(self)
 
 
 class Transformer(nn.Module):
@@ -367,6 +387,8 @@ class Transformer(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
+        if not isinstance(config, TransformerConfig):
+            raise ValueError(f"config: expected a TransformerConfig, got {type(config).__name__}")
         c = self.config = config
         if c.share_embeddings and c.src_vocab_size != c.tgt_vocab_size:
             raise ValueError(f"share_embeddings: needs src_vocab_size == tgt_vocab_size, got "
@@ -387,14 +409,18 @@ class Transformer(nn.Module):
 
     def encode(self, src, src_attention_mask=None):
         """src: (B, S) ids; src_attention_mask: (B, S) 1 = token, 0 = padding -> (B, S, d_model)."""
-        _check_ids("src", src, self.config.src_vocab_size)
+        _check_ids("src", src, self.config.src_vocab_size, self.config.max_len)
         x = self.embed_dropout(self.pos(self.src_embed(src)))          # (B, S, d_model)
         mask = padding_mask(src_attention_mask, src, name="src_attention_mask", like_name="src")  # (B, 1, 1, S)
         return self.encoder(x, mask)
 
     def decode(self, tgt_in, memory, src_attention_mask=None, tgt_attention_mask=None):
         """tgt_in: (B, T) ids, memory: (B, S, d_model) -> logits (B, T, tgt_vocab_size)."""
-        _check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size)
+        _check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size, self.config.max_len)
+        require_rank("memory", memory, rank=3, layout="(B, S, d_model): the output of encode")
+        if memory.shape[0] != tgt_in.shape[0]:
+            raise ValueError(f"tgt_in: batch size {tgt_in.shape[0]} differs from memory's "
+                             f"{memory.shape[0]} (shapes {shape_str(tgt_in)} and {shape_str(memory)})")
         T = tgt_in.shape[-1]
         self_mask = causal_mask(T, device=tgt_in.device)               # (T, T)
         if tgt_attention_mask is not None:
@@ -409,6 +435,10 @@ class Transformer(nn.Module):
     def forward(self, src, tgt_in, src_attention_mask=None, tgt_attention_mask=None):
         """Teacher-forced logits (B, T, tgt_vocab_size) for the next token at every position."""
         memory = self.encode(src, src_attention_mask)
+        require_rank("tgt_in", tgt_in, rank=2, layout="(B, T)")
+        if tgt_in.shape[0] != src.shape[0]:
+            raise ValueError(f"tgt_in: batch size {tgt_in.shape[0]} differs from src's {src.shape[0]} "
+                             f"(shapes {shape_str(tgt_in)} and {shape_str(src)})")
         return self.decode(tgt_in, memory, src_attention_mask, tgt_attention_mask)
 
     @torch.no_grad()
@@ -419,7 +449,7 @@ class Transformer(nn.Module):
         Returns (B, max_len) ids without the BOS; after a sequence emits `eos_id` the rest of
         its row is `config.pad_id`. Runs in eval mode (dropout off), restoring the mode after.
         """
-        if not isinstance(max_len, int) or not 1 <= max_len <= self.config.max_len:
+        if not _is_int(max_len) or not 1 <= max_len <= self.config.max_len:
             raise ValueError(f"max_len: expected 1..{self.config.max_len} (the position table), "
                              f"got {max_len!r}")
         require_id("bos_id", bos_id, self.config.tgt_vocab_size, "tgt_vocab_size")
@@ -469,6 +499,10 @@ class CausalLMConfig:
     def __post_init__(self):
         require_positive_int("vocab_size", self.vocab_size)
         require_positive_int("max_len", self.max_len)
+        require_int("n_layers", self.n_layers, minimum=0)
+        _check_config_sizes(self)
+        if self.positions not in ("learned", "sinusoidal"):
+            raise ValueError(f"positions: expected 'learned' or 'sinusoidal', got {self.positions!r}")
 
 
 class CausalLM(nn.Module):
@@ -477,6 +511,8 @@ class CausalLM(nn.Module):
 
     def __init__(self, config: CausalLMConfig):
         super().__init__()
+        if not isinstance(config, CausalLMConfig):
+            raise ValueError(f"config: expected a CausalLMConfig, got {type(config).__name__}")
         c = self.config = config
         if c.positions not in ("learned", "sinusoidal"):
             raise ValueError(f"positions: expected 'learned' or 'sinusoidal', got {c.positions!r}")
@@ -504,7 +540,7 @@ class CausalLM(nn.Module):
         return self.lm_head(x), weights
 
     def _embed(self, input_ids, attention_mask):
-        _check_ids("input_ids", input_ids, self.config.vocab_size)
+        _check_ids("input_ids", input_ids, self.config.vocab_size, self.config.max_len)
         mask = causal_mask(input_ids.shape[1], device=input_ids.device)     # (T, T)
         if attention_mask is not None:
             mask = mask & padding_mask(attention_mask, input_ids)             # (B, 1, T, T)
@@ -514,6 +550,7 @@ class CausalLM(nn.Module):
     def generate(self, input_ids, max_new_tokens: int):
         """Greedy continuation: (B, T) -> (B, T + max_new_tokens). Eval mode, restored after."""
         require_int("max_new_tokens", max_new_tokens, minimum=0)
+        _check_ids("input_ids", input_ids, self.config.vocab_size)      # also when max_new_tokens=0
         was_training = self.training
         self.eval()
         for _ in range(max_new_tokens):

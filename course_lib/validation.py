@@ -12,7 +12,8 @@ import torch
 
 
 def shape_str(x) -> str:
-    return str(tuple(x.shape))
+    """A tensor's shape as "(2, 5)"; for something without a shape, its type (messages never crash)."""
+    return str(tuple(x.shape)) if hasattr(x, "shape") else type(x).__name__
 
 
 def require_tensor(name: str, x) -> torch.Tensor:

@@ -33,8 +33,15 @@ def tie_weights(embedding: nn.Module, lm_head: nn.Module) -> None:
     `nn.Linear(d_model, vocab_size)` has. An output bias, if any, stays `lm_head`'s own (BERT's
     MLM head keeps one). The embedding's values win: lm_head's previous weight is dropped.
     """
+    if isinstance(embedding, nn.Linear) and isinstance(lm_head, nn.Embedding):
+        raise ValueError(f"embedding: expected the input embedding (an nn.Embedding), got an nn.Linear "
+                         f"and lm_head an nn.Embedding: swapped arguments? tie_weights(embedding, lm_head)")
+    if isinstance(lm_head, nn.Embedding):
+        raise ValueError(f"lm_head: expected the output layer (an nn.Linear), got {type(lm_head).__name__}")
     table = _weight("embedding", embedding)
     head = _weight("lm_head", lm_head)
+    if head.dtype != table.dtype:
+        raise ValueError(f"lm_head.weight: expected dtype {table.dtype} like embedding.weight, got {head.dtype}")
     if head.shape != table.shape:
         hint = " - a transposed layer? nn.Linear(d_model, vocab_size) stores (vocab_size, d_model)" \
             if head.shape == table.shape[::-1] else ""

@@ -231,7 +231,7 @@ def test_transformer_bad_inputs():
         model(src, tgt, src_attention_mask=torch.ones(2, 1, 6, dtype=torch.long))
     with pytest.raises(ValueError, match=r"^tgt_attention_mask:"):
         model(src, tgt, tgt_attention_mask=torch.ones(2, 5))   # float
-    with pytest.raises(ValueError, match=r"^x: sequence length 600 exceeds max_len=512"):
+    with pytest.raises(ValueError, match=r"^src: sequence length 600 exceeds max_len=512"):
         model(torch.randint(4, 11, (1, 600)), tgt[:1])
     with pytest.raises(ValueError, match=r"^max_len:"):
         model.greedy_decode(src, 513, BOS)

@@ -229,6 +229,12 @@ def doc_sentences() -> dict[str, tuple[str, ...]]:
 def rewrite(sentence: str, rng: random.Random) -> str:
     """A near paraphrase: words of `DOC_SYNONYMS` replaced, droppable adverbs dropped
     (each with probability 1/2, at least one change where the sentence allows one)."""
+    if not isinstance(sentence, str) or not sentence.strip(" ."):
+        raise ValueError(f"sentence: expected a sentence ending in '.', got {type(sentence).__name__} "
+                         f"{sentence!r:.40}")
+    if not isinstance(rng, random.Random):
+        raise ValueError(f"rng: expected a random.Random, got {type(rng).__name__} {rng!r:.30} "
+                         f"(make one: random.Random(seed))")
     words = sentence[:-1].split()
     changeable = [i for i, w in enumerate(words)
                   if w.lower().strip(",") in DOC_SYNONYMS or w.lower() in DOC_DROPPABLE]
