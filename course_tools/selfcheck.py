@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,10 +172,28 @@ def run_parallel(paths: list[Path], workers: int = 2, timeout: float = 900) -> d
     paths = [Path(p).resolve() for p in paths]
     groups = [paths[i::workers] for i in range(workers) if paths[i::workers]]
     results: dict[Path, NotebookResult] = {}
+
+    def run_group(numbered):
+        # Each worker's first kernel starts 2 s after the previous worker's: jupyter_client picks a
+        # kernel's ports by binding port 0 and letting go, so two kernels launched in the same instant
+        # can pick the same port, and one dies before it answers ("Kernel died before replying to
+        # kernel_info" - seen once in CI on the first notebook of the unprivileged pass).
+        i, group = numbered
+        time.sleep(2.0 * i)
+        return run(group, timeout=timeout)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for part in pool.map(lambda group: run(group, timeout=timeout), groups):
+        for part in pool.map(run_group, enumerate(groups)):
             results.update(part)
+    # The same race can hit a later kernel too: a notebook whose kernel never started is run once more
+    # (its cells never ran, so nothing is counted twice).
+    for path in paths:
+        if any(KERNEL_NEVER_STARTED in cell.message for cell in results[path].cells):
+            results.update(run([path], timeout=timeout))
     return {p: results[p] for p in paths}
+
+
+KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"
 
 
 def _feedback(cell: CellResult) -> str:
