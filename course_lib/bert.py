@@ -29,9 +29,10 @@ from .activations import get_activation
 from .layernorm import LayerNorm
 from .masking import IGNORE_INDEX
 from .transformer import EncoderLayer, TokenPacking, padding_mask
-from .validation import (require_divisible, require_finite, require_floating, require_id, require_ids, require_input_dtype,
-                         require_int, require_labels, require_positive, require_positive_int,
-                         require_probability, require_rank, require_size, require_tensor, shape_str)
+from .validation import (require_divisible, require_finite, require_floating, require_id, require_ids,
+                         require_input_dtype, require_int, require_labels, require_positive,
+                         require_positive_int, require_probability, require_rank, require_size,
+                         require_tensor, shape_str)
 
 # Hugging Face activation names -> the course's (`course_lib.activations.get_activation` names).
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",

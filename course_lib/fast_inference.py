@@ -35,7 +35,7 @@ from torch import nn
 
 from . import cache
 from .pooling import mean_pooling
-from .validation import require_input_dtype, require_int, require_positive_int, require_size, require_tensor
+from .validation import require_input_dtype, require_int, require_positive_int, require_size
 
 # ---------------------------------------------------------------------------------------------
 # Cheaper models without int8: low rank, fewer layers

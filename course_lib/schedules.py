@@ -11,7 +11,7 @@ from __future__ import annotations
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
 
-from .validation import _is_int  # an int or a numpy integer, not a bool
+from .validation import is_int  # an int or a numpy integer, not a bool
 from .validation import require_finite, require_int, require_positive, require_positive_int
 
 
@@ -26,7 +26,7 @@ def linear_warmup_decay(step: int, warmup_steps: int, total_steps: int, peak_lr:
     _require_nonnegative_int("step", step)
     _require_nonnegative_int("warmup_steps", warmup_steps)
     require_finite("peak_lr", peak_lr, minimum=0.0)
-    if not _is_int(total_steps) or total_steps < max(warmup_steps, 1):
+    if not is_int(total_steps) or total_steps < max(warmup_steps, 1):
         raise ValueError(f"total_steps: expected an int >= warmup_steps={warmup_steps} and >= 1, "
                          f"got {total_steps!r}")
     if step < warmup_steps:
@@ -41,9 +41,9 @@ def noam(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> flo
     factor · (d_model · warmup_steps)^-0.5 (6.99e-4 for d_model=512, warm-up 4000), then
     decays as 1/√step.
     """
-    if not _is_int(step) or step < 1:
+    if not is_int(step) or step < 1:
         raise ValueError(f"step: Noam's schedule counts from 1, got {step!r}")
-    if not _is_int(warmup_steps) or warmup_steps < 1:
+    if not is_int(warmup_steps) or warmup_steps < 1:
         raise ValueError(f"warmup_steps: expected an int >= 1, got {warmup_steps!r}")
     require_positive_int("d_model", d_model)   # d_model ** -0.5 of a negative one is complex
     require_positive("factor", factor)

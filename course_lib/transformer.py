@@ -20,10 +20,10 @@ from .attention import MultiHeadAttention
 from .embedding import ScaledEmbedding
 from .layernorm import LayerNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from .validation import _is_int  # an int or a numpy integer, not a bool
-from .validation import (require_attention_mask, require_bool_mask, require_divisible, require_id, require_ids,
-                         require_input_dtype, require_int, require_positive, require_positive_int,
-                         require_probability, require_rank, require_size, shape_str)
+from .validation import (is_int, require_attention_mask, require_bool_mask, require_divisible,
+                         require_id, require_ids, require_input_dtype, require_int, require_positive,
+                         require_positive_int, require_probability, require_rank, require_size,
+                         shape_str)
 
 
 # --------------------------------------------------------------------------- masks
@@ -449,7 +449,7 @@ class Transformer(nn.Module):
         Returns (B, max_len) ids without the BOS; after a sequence emits `eos_id` the rest of
         its row is `config.pad_id`. Runs in eval mode (dropout off), restoring the mode after.
         """
-        if not _is_int(max_len) or not 1 <= max_len <= self.config.max_len:
+        if not is_int(max_len) or not 1 <= max_len <= self.config.max_len:
             raise ValueError(f"max_len: expected 1..{self.config.max_len} (the position table), "
                              f"got {max_len!r}")
         require_id("bos_id", bos_id, self.config.tgt_vocab_size, "tgt_vocab_size")

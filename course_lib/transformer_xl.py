@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import _is_int  # an int or a numpy integer, not a bool
+from .validation import is_int  # an int or a numpy integer, not a bool
 from .validation import (require_divisible, require_ids, require_input_dtype, require_int, require_positive_int,
                          require_rank, require_same_dtype, require_size, require_tensor, shape_str)
 
@@ -45,7 +45,7 @@ def relative_sinusoid(klen: int, d_model: int, device=None) -> torch.Tensor:
     cosines the second half; distance 0 sits in the last row.
     """
     klen = require_positive_int("klen", klen)                  # numpy ints too, not bools
-    if not _is_int(d_model) or d_model < 2 or d_model % 2:
+    if not is_int(d_model) or d_model < 2 or d_model % 2:
         raise ValueError(f"d_model: expected an even int >= 2, got {d_model!r}")
     d_model = int(d_model)
     distance = torch.arange(klen - 1, -1, -1, dtype=torch.float64, device=device)     # (klen,)

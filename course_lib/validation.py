@@ -92,14 +92,14 @@ def require_divisible(name: str, value: int, divisor_name: str, divisor: int) ->
 # Each check names the argument and says what was expected and what came: "d_model: expected a
 # positive int, got -64". bool is refused where a number is expected (True is an int in Python).
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
     # numpy's integers count (a size read from an array), bool does not
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def require_int(name: str, value, minimum: int | None = None) -> int:
     """An int (not a bool), at least `minimum` when given."""
-    if not _is_int(value):
+    if not is_int(value):
         raise ValueError(f"{name}: expected an int, got {type(value).__name__} {value!r}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name}: expected an int >= {minimum}, got {value}")
@@ -108,7 +108,7 @@ def require_int(name: str, value, minimum: int | None = None) -> int:
 
 def require_positive_int(name: str, value) -> int:
     """An int >= 1 (a size, a count, a number of heads or layers)."""
-    if not _is_int(value):
+    if not is_int(value):
         raise ValueError(f"{name}: expected a positive int, got {type(value).__name__} {value!r}")
     if value < 1:
         raise ValueError(f"{name}: expected a positive int, got {value}")
