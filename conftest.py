@@ -40,6 +40,12 @@ BY_FILE = {
 }
 
 
+def pytest_addoption(parser):
+    parser.addoption("--seeds", type=int, default=4,
+                     help="tests/test_check_seeds.py: hidden-case seeds per solution and honest variant "
+                          "(200: the full run)")
+
+
 def pytest_configure(config):
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")

@@ -130,6 +130,14 @@ def cmd_grade(args) -> int:
         return 2
     print(json.dumps(report) if args.json else format_report(report, os.path.basename(str(path))))
     from . import progress
+    from .workspace import started_copy, untouched_exercise
+    copy = started_copy(lesson)
+    if copy is not None and untouched_exercise(path, lesson):
+        # the blank exercise while the learner works in a copy: their last score stays
+        print(f"note: {display(path)} is the untouched exercise; your copy is {display(copy)} "
+              f"(course grade {lesson.number:02d} grades it). Not recorded in course progress.",
+              file=sys.stderr)
+        return 0
     progress.record(report, path, lesson.number)  # `course progress`: the last score per lesson
     return 0
 

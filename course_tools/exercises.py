@@ -39,15 +39,20 @@ SOLUTION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOL
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(\n|$)",
                     re.M | re.S)
 PLACEHOLDER = "{indent}# YOUR CODE HERE\n{indent}raise NotImplementedError()\n"
+# A written answer's model text sits between these markers inside the solution's string
+# (`written_answer = """ ... """`); the exercise keeps the string, empty, for the learner's words.
+WRITTEN = re.compile(r"^[ \t]*### BEGIN WRITTEN[^\n]*\n.*?^[ \t]*### END WRITTEN[^\n]*(\n|$)", re.M | re.S)
 HASH_KEY = "generated"   # metadata.course.generated: content_hash() of the exercise as generated
 
 
 def strip_source(source: str) -> tuple[str, bool]:
     """(exercise source, whether a solution region was found)."""
     stripped, found = SOLUTION.subn(lambda m: PLACEHOLDER.format(indent=m.group(1)), source)
+    stripped, written = WRITTEN.subn("\n", stripped)
+    found += written
     stripped = HIDDEN.sub("", stripped)
-    if "### BEGIN SOLUTION" in stripped or "### END SOLUTION" in stripped:
-        raise ValueError("source: an unmatched '### BEGIN/END SOLUTION' marker")
+    if any(f"### {edge} {kind}" in stripped for edge in ("BEGIN", "END") for kind in ("SOLUTION", "WRITTEN")):
+        raise ValueError("source: an unmatched '### BEGIN/END SOLUTION' or '### BEGIN/END WRITTEN' marker")
     return stripped.rstrip("\n"), found > 0
 
 

@@ -35,7 +35,10 @@ from pathlib import Path
 from .grader import GradeError, grade, lesson_of, read_notebook
 
 COLUMNS = ["student", "name", "lesson", "file", "score", "max", "points", "feedback", "error", "seed",
-           "in_roster"]
+           "in_roster", "written"]
+# The written answers, one row each, for the person who grades them (`<out>_written.csv`): the
+# "points" column is theirs to fill.
+WRITTEN_COLUMNS = ["student", "name", "lesson", "file", "item", "points", "max", "answer", "rubric"]
 FORMATS = ("canvas", "moodle")
 # Files an archive or an OS adds on its own: not a student's submission, no row.
 NOISE = {".DS_Store", "Thumbs.db", "desktop.ini", "__MACOSX", ".ipynb_checkpoints"}
@@ -291,16 +294,19 @@ def match(roster: Roster, entries: list[Entry]) -> dict[str, dict]:
 
 def summarize(report: dict) -> str:
     """One short line for the feedback column."""
-    items = report["items"]
+    items = [i for i in report["items"] if not i.get("manual")]
+    written = [i for i in report["items"] if i.get("manual")]
     failed = [i for i in items if not i["passed"]]
+    by_hand = "".join(f"; {i['id']}: {'written, ' if i.get('answer') else 'not written, '}graded by hand"
+                      for i in written)
     if not items:
-        return "no graded items"
+        return "no graded items" + by_hand
     if not failed:
-        return f"all {len(items)} items passed" if len(items) > 1 else "the item passed"
+        return (f"all {len(items)} items passed" if len(items) > 1 else "the item passed") + by_hand
     if all("NotImplementedError" in i["feedback"] for i in failed) and len(failed) == len(items):
-        return "not started: every answer still raises NotImplementedError"
+        return "not started: every answer still raises NotImplementedError" + by_hand
     text = f"{len(items) - len(failed)}/{len(items)} items passed; " + "; ".join(
-        f"{i['id']}: {i['feedback']}" for i in failed)
+        f"{i['id']}: {i['feedback']}" for i in failed) + by_hand
     return text if len(text) <= FEEDBACK_CHARS else text[:FEEDBACK_CHARS - 1] + "…"
 
 
@@ -319,13 +325,16 @@ def _error_feedback(code: str) -> str:
 
 def _grade_one(job) -> dict:
     path, options = job
-    row = {"lesson": "", "score": 0, "max": "", "points": "{}", "feedback": "", "error": "", "seed": ""}
+    row = {"lesson": "", "score": 0, "max": "", "points": "{}", "feedback": "", "error": "", "seed": "",
+           "written": "[]"}
     try:
         row["lesson"] = f"{lesson_of(read_notebook(path), path).number:02d}"
         report = grade(path, **options)
         row.update(score=report["score"], max=report["max_score"], seed=options.get("seed", ""),
-                   points=json.dumps({i["id"]: i["points"] for i in report["items"]}),
-                   feedback=summarize(report))
+                   points=json.dumps({i["id"]: i["points"] for i in report["items"] if not i.get("manual")}),
+                   feedback=summarize(report),
+                   written=json.dumps([{k: i.get(k) for k in ("id", "max_points", "answer", "rubric")}
+                                       for i in report["items"] if i.get("manual")], ensure_ascii=False))
     except GradeError as error:
         row["error"] = f"{error.code}: {error}"
         row["feedback"] = _error_feedback(error.code)
@@ -345,7 +354,29 @@ def lesson_max(number: str) -> int | None:
         return None
     nb = validate(json.loads(lesson.exercise.read_text(encoding="utf-8")))
     registry = load_all()
-    return sum(registry[s["id"]].points for s in rebuild(nb, nb) if s["kind"] == "grade" and s["id"] in registry)
+    return sum(registry[s["id"]].points for s in rebuild(nb, nb)
+               if s["kind"] == "grade" and s["id"] in registry and not registry[s["id"]].manual)
+
+
+def lesson_written(number: str) -> list[tuple[str, int]]:
+    """The lesson's manually graded items: (id, points)."""
+    from .gradescope import official_items
+    try:
+        return [(i["id"], i["max_points"]) for i in official_items(int(number)) if i.get("manual")]
+    except (StopIteration, OSError, ValueError):
+        return []
+
+
+def written_rows(rows: list[dict]) -> list[dict]:
+    """One row per written answer of the best graded file per (student, lesson), for a person to
+    grade; the points column stays empty."""
+    out = []
+    for (student, lesson), row in _best(rows).items():
+        for item in json.loads(row.get("written") or "[]"):
+            out.append({"student": student, "name": row["name"], "lesson": lesson, "file": row["file"],
+                        "item": item["id"], "points": "", "max": item["max_points"],
+                        "answer": item.get("answer") or "", "rubric": " | ".join(item.get("rubric") or [])})
+    return out
 
 
 def grade_entries(entries: list[Entry], jobs: int, options: dict) -> list[dict]:
@@ -444,7 +475,9 @@ def wide_rows(rows: list[dict], lessons: list[str], maxima: dict[str, int | None
     """One row per student: the best graded score per lesson (0 when none), total, max total and
     a short feedback. Returns (columns, the lesson columns' headers, rows)."""
     headers = {n: f"{_lesson_title(n)} (/{maxima[n] if maxima[n] is not None else '?'})" for n in lessons}
-    columns = ["student", "name", *headers.values(), "total", "max total", "feedback"]
+    # the written answers' points: empty columns for the instructor (the answers: <out>_written.csv)
+    by_hand = {f"{item} (/{points}, by hand)": item for n in lessons for item, points in lesson_written(n)}
+    columns = ["student", "name", *headers.values(), *by_hand, "total", "max total", "feedback"]
     best = _best(rows)
     names: dict[str, str] = {}
     lms: dict[str, str] = {}
@@ -457,6 +490,8 @@ def wide_rows(rows: list[dict], lessons: list[str], maxima: dict[str, int | None
         scores = {n: int(best[(student, n)]["score"]) if (student, n) in best else 0 for n in lessons}
         for n in lessons:
             line[headers[n]] = scores[n]
+        for header in by_hand:
+            line[header] = ""
         line["total"] = sum(scores.values())
         line["max total"] = sum(m or 0 for m in maxima.values())
         graded = [f"{n}: {best[(student, n)]['feedback']}" for n in lessons if (student, n) in best]
@@ -589,7 +624,8 @@ def grade_class(folder, out, jobs: int | None = None, roster=None, id_column: st
 
     write_csv(out, COLUMNS, rows)
     wide_columns, headers, wide = wide_rows(rows, lessons, maxima, order)
-    outputs = {"csv": out, "wide": write_csv(out.with_name(out.stem + "_wide.csv"), wide_columns, wide)}
+    outputs = {"csv": out, "wide": write_csv(out.with_name(out.stem + "_wide.csv"), wide_columns, wide),
+               "written": write_csv(out.with_name(out.stem + "_written.csv"), WRITTEN_COLUMNS, written_rows(rows))}
     for fmt in dict.fromkeys(formats):
         if fmt == "canvas":
             columns, table = canvas_rows(wide, headers, roster_rows)

@@ -422,14 +422,35 @@ def grade(path, cell_timeout: float = 60.0, item_timeout: float | None = None,
             item["passed"] = bool(passed)
             item["points"] = max_points if passed else 0
             item["feedback"] = _clean(feedback)
+            if getattr(ex, "manual", False):
+                _manual(item, ex, session if passed else None)
     finally:
         if state["session"] is not None:
             state["session"].close()
     for item in items:
         if not 0 <= item["points"] <= item["max_points"]:  # explicit: `python -O` strips asserts
             raise AssertionError(f"{item['id']}: {item['points']} points out of {item['max_points']}")
-    return {"score": sum(i["points"] for i in items), "max_score": sum(i["max_points"] for i in items),
-            "items": items}
+    auto = [i for i in items if not i.get("manual")]
+    return {"score": sum(i["points"] for i in auto), "max_score": sum(i["max_points"] for i in auto),
+            "manual_max": sum(i["max_points"] for i in items if i.get("manual")), "items": items}
+
+
+MAX_WRITTEN = 4000   # characters of a written answer carried into the report
+
+
+def _manual(item: dict, ex, session) -> None:
+    """A written answer: no points from the machine; the report carries the text and the rubric
+    for the person who grades it (`session` None: nothing was written)."""
+    answer = ""
+    if session is not None:
+        try:
+            answer = session.get_global(ex.uses[0])
+        except Exception:  # noqa: BLE001 - the check just read it; a vanished value reads as empty
+            answer = ""
+    answer = printable(answer)[:MAX_WRITTEN] if isinstance(answer, str) else ""
+    item.update(points=0, manual=True, answer=answer, rubric=list(ex.rubric),
+                feedback=("to be graded by the instructor" if answer else
+                          f"to be graded by the instructor; not written yet: {item['feedback']}"))
 
 
 def item_seed(seed: int, exercise_id: str) -> int:
@@ -464,7 +485,7 @@ def run_item(session, ex, item_timeout: float, seed: int | None = None,
             except NameError:
                 return False, f"{name} is not defined"
         with torch.random.fork_rng(devices=[]):
-            ex.run(*objects, rng=torch.Generator().manual_seed(
+            note = ex.run(*objects, rng=torch.Generator().manual_seed(
                 secrets.randbelow(2**31) if seed is None else item_seed(seed, ex.id)))
     except CheckFailed as failure:
         return False, str(failure)
@@ -486,12 +507,23 @@ def run_item(session, ex, item_timeout: float, seed: int | None = None,
         return False, "your code raised RecursionError (a recursion without end, or data nested too deeply)"
     except Exception as error:  # noqa: BLE001 - from the learner (re-raised by name) or its data
         return False, f"your code raised {type(error).__name__}: {error}"
-    return True, "all cases passed"
+    from .grading import passed_feedback
+    return True, passed_feedback(note)
 
 
 def format_report(report: dict, name: str) -> str:
     import pandas as pd
-    table = pd.DataFrame(report["items"], columns=["id", "points", "max_points", "passed", "feedback"])
+    rows = [{**i, "points": "by hand" if i.get("manual") else i["points"]} for i in report["items"]]
+    table = pd.DataFrame(rows, columns=["id", "points", "max_points", "passed", "feedback"])
     with pd.option_context("display.max_colwidth", 120, "display.width", 200):
         body = table.to_string(index=False)
-    return f"{printable(name)}\n{body}\n\nscore: {report['score']} / {report['max_score']}"
+    text = f"{printable(name)}\n{body}\n\nscore: {report['score']} / {report['max_score']}"
+    for item in report["items"]:
+        if item.get("manual") and item.get("answer"):
+            rubric = "\n".join(f"  - {point}" for point in item["rubric"])
+            text += (f"\n\n{item['id']} ({item['max_points']} points, to be graded by the instructor) - "
+                     f"your answer:\n  {item['answer'].strip()}\nWhat the instructor looks for:\n{rubric}")
+    manual = report.get("manual_max", 0)
+    if manual:
+        text += f"\n\n+ {manual} points for the written answer, graded by the instructor"
+    return text

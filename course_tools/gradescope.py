@@ -109,6 +109,10 @@ upload; base image Ubuntu 22.04 or later). setup.sh installs Python 3.11+, torch
 and the course from dist/ with the versions of requirements.lock; run_autograder grades the
 student's notebook and writes /autograder/results/results.json. Students submit their exercise
 notebook ({exercise}; any file name: the lesson is read from the notebook's metadata).
+The written answer (a manually graded item) is not scored here: add it to the assignment's
+outline as a manual question of the same name and points, with the rubric that
+course_gradescope.json lists under "manual_questions"; the autograder's results show each
+student's answer under that name (worth 0 there) and the rubric once grades are published.
 Built by `course gradescope {number:02d}`; see the course README, "Grading on Gradescope".
 """
 
@@ -167,8 +171,12 @@ def build_bundle(lesson_item, out, visibility: str = "visible", wheelhouse=None,
     wheels = sorted(Path(wheelhouse).glob("*.whl")) if wheelhouse else []
     if wheelhouse and not wheels:
         raise ValueError(f"wheelhouse: no .whl file in {wheelhouse}")
+    manual = [{"id": i["id"], "points": i["max_points"], "rubric": i["rubric"]}
+              for i in official_items(lesson.number) if i["manual"]]
     config = {"lesson": lesson.number, "id": lesson.id, "exercise": lesson.exercise.name,
-              "visibility": visibility, "cell_timeout": cell_timeout, "item_timeout": item_timeout}
+              "visibility": visibility, "cell_timeout": cell_timeout, "item_timeout": item_timeout,
+              # add each as a manual question of the assignment (its outline), with this rubric
+              "manual_questions": manual}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="course-bundle-") as tmp:
@@ -201,6 +209,12 @@ def cli_build(args) -> int:
         names = archive.namelist()
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB): " + ", ".join(names))
     print("upload it as the assignment's autograder (Gradescope: Configure Autograder > Zip file upload)")
+    with zipfile.ZipFile(path) as archive:
+        manual = json.loads(archive.read(CONFIG)).get("manual_questions", [])
+    for question in manual:
+        rubric = "".join(f"\n    - {point}" for point in question["rubric"])
+        print(f"then add a manual question '{question['id']}' worth {question['points']} points to the "
+              f"assignment's outline (Edit Outline), graded with this rubric:{rubric}")
     return 0
 
 
@@ -235,7 +249,9 @@ def official_items(number: int) -> list[dict]:
     nb = validate(json.loads(lesson.exercise.read_text(encoding="utf-8")))
     registry = load_all()
     return [{"id": s["id"], "max_points": registry[s["id"]].points if s["id"] in registry else 0,
-             "title": registry[s["id"]].title if s["id"] in registry else ""}
+             "title": registry[s["id"]].title if s["id"] in registry else "",
+             "manual": bool(getattr(registry.get(s["id"]), "manual", False)),
+             "rubric": list(getattr(registry.get(s["id"]), "rubric", ()))}
             for s in rebuild(nb, nb) if s["kind"] == "grade"]
 
 
@@ -250,12 +266,28 @@ def _test_name(item_id: str, title: str) -> str:
     return f"{item_id}: {title}" if title else item_id
 
 
+def _written_test(item: dict, visibility: str) -> dict:
+    """A written answer: graded by hand in the assignment's manual question of the same name
+    (`manual_questions` in course_gradescope.json), so worth 0 points in the autograder's results;
+    the test shows the answer, and the rubric once grades are published."""
+    answer = item.get("answer") or "(nothing written)"
+    rubric = "\n".join(f"- {point}" for point in item.get("rubric", []))
+    return {"name": f"{item['id']}: written answer ({item['max_points']} points, graded by hand)",
+            "score": 0, "max_score": 0, "status": "passed" if item.get("answer") else "failed",
+            "output": f"Your answer:\n{answer}\n\nGraded by the course staff with this rubric:\n{rubric}",
+            "visibility": "after_published" if visibility == "visible" else visibility,
+            "extra_data": {"manual": True, "points": item["max_points"], "rubric": item.get("rubric", [])}}
+
+
 def _results(number: int, visibility: str, report: dict | None, output: str, seed: int,
              file: str, started: float) -> dict:
     titles = _titles(number)
     tests = []
     if report is not None:
         for item in report["items"]:
+            if item.get("manual"):    # Gradescope's manual question grades it: shown, worth 0 here
+                tests.append(_written_test(item, visibility))
+                continue
             tests.append({"name": _test_name(item["id"], titles.get(item["id"], "")),
                           "score": item["points"], "max_score": item["max_points"],
                           "status": "passed" if item["passed"] else "failed",
@@ -267,6 +299,8 @@ def _results(number: int, visibility: str, report: dict | None, output: str, see
         except Exception:  # noqa: BLE001
             items = []
         for item in items:
+            if item.get("manual"):
+                continue
             tests.append({"name": _test_name(item["id"], item["title"]), "score": 0,
                           "max_score": item["max_points"], "status": "failed",
                           "output": "not graded: " + output, "visibility": visibility})

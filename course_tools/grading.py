@@ -48,6 +48,8 @@ class Exercise:
     run: Callable
     title: str
     forbids: tuple[str, ...] = ()
+    manual: bool = False            # a written answer: a person grades it by `rubric`
+    rubric: tuple[str, ...] = ()    # the must-mention points, shown only after the learner wrote
 
 
 REGISTRY: dict[str, Exercise] = {}
@@ -68,6 +70,43 @@ def exercise(exercise_id: str, *, points: int, uses: tuple[str, ...] | str, titl
                                          tuple(forbids))
         return run
     return register
+
+
+WRITTEN_NAME = "written_answer"   # the variable that holds a lesson's written answer
+MIN_WORDS = 25                    # fewer words than this is not yet an answer (3-5 sentences asked)
+
+
+def written(exercise_id: str, *, points: int, rubric: tuple[str, ...], title: str = ""):
+    """Register a manually graded written answer: the learner's `written_answer` string, 3-5
+    sentences in their own words. Nothing is auto-graded: the check only refuses an empty or
+    one-line answer; `course grade` reports the text with `rubric` "to be graded by the
+    instructor", and `check(...)` shows the learner the rubric once they have written something
+    (as nbgrader's manually graded cells and Gradescope's manual questions do)."""
+    if type(points) is not int or points <= 0:
+        raise ValueError(f"{exercise_id}: points must be a positive int")
+    if not rubric or not all(isinstance(r, str) and r.strip() for r in rubric):
+        raise ValueError(f"{exercise_id}: rubric must list the must-mention points")
+
+    def run(text, rng=None):
+        if not isinstance(text, str):
+            raise CheckFailed(f"`{WRITTEN_NAME}` should be a string (your answer in words), "
+                              f"got {type(text).__name__}")
+        words = len(text.split())
+        if words < MIN_WORDS:
+            raise CheckFailed(f"write your answer in `{WRITTEN_NAME}` first: 3-5 sentences in your own "
+                              f"words (got {words} words, expected at least {MIN_WORDS})")
+        return f"recorded ({words} words); to be graded by the instructor"
+
+    REGISTRY[exercise_id] = Exercise(exercise_id, points, (WRITTEN_NAME,), run,
+                                     title or "A written answer, graded by the instructor",
+                                     manual=True, rubric=tuple(rubric))
+    return REGISTRY[exercise_id]
+
+
+def passed_feedback(note) -> str:
+    """The verdict of a passing item: a check may return a note (a predict-then-measure item says
+    what the learner predicted beside what they measured)."""
+    return "all cases passed" + (f"; {note}" if isinstance(note, str) and note.strip() else "")
 
 
 def load_all() -> dict[str, Exercise]:
@@ -211,7 +250,7 @@ def run_check(exercise_id: str, *objects, seed: int | None = None,
             return Result(ex.id, 0, ex.points, False, refused)
     seed = secrets.randbelow(2**31) if seed is None else seed
     try:
-        ex.run(*objects, rng=torch.Generator().manual_seed(seed))
+        note = ex.run(*objects, rng=torch.Generator().manual_seed(seed))
     except CheckFailed as failure:
         return Result(ex.id, 0, ex.points, False, str(failure))
     except NotImplementedError:
@@ -223,7 +262,9 @@ def run_check(exercise_id: str, *objects, seed: int | None = None,
         at = f" (line {frame.lineno}: {frame.line})" if frame and frame.line else ""
         return Result(ex.id, 0, ex.points, False, f"your code raised {type(error).__name__}: "
                       f"{error}{at}")
-    return Result(ex.id, ex.points, ex.points, True, "all cases passed")
+    if ex.manual:   # a person grades it: no points from the machine
+        return Result(ex.id, 0, ex.points, True, passed_feedback(note))
+    return Result(ex.id, ex.points, ex.points, True, passed_feedback(note))
 
 
 # ---------------------------------------------------------------- what the kernel ran
@@ -292,4 +333,10 @@ def check(exercise_id: str, *objects, seed: int | None = None) -> None:
                        official_sources=official_sources)
     if not result.passed:
         raise CheckFailed(f"{exercise_id} ({result.points}/{result.max_points}): {result.feedback}") from None
+    ex = load_all().get(exercise_id)
+    if ex is not None and ex.manual:
+        rubric = "\n".join(f"  - {point}" for point in ex.rubric)
+        print(f"RECORDED {exercise_id} ({ex.points} points, graded by the instructor): {result.feedback}\n"
+              f"Compare your answer with what the instructor will look for:\n{rubric}")
+        return
     print(f"PASSED {exercise_id} ({result.points}/{result.max_points}): {result.feedback}")

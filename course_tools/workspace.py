@@ -70,6 +70,20 @@ def started_copy(lesson: Lesson) -> Path | None:
     return None
 
 
+def untouched_exercise(path, lesson: Lesson) -> bool:
+    """Whether `path` is the lesson's generated exercise, as generated (nobody answered in it)."""
+    import json
+
+    from .exercises import HASH_KEY, content_hash
+    try:
+        if Path(path).resolve() != lesson.exercise.resolve():
+            return False
+        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return nb.get("metadata", {}).get("course", {}).get(HASH_KEY) == content_hash(nb)
+
+
 def exercise_for(lesson: Lesson) -> Path:
     """The learner's notebook of a lesson: the copy in work/ if started, else the exercise."""
     return started_copy(lesson) or lesson.exercise
