@@ -208,11 +208,19 @@ def format_result(result: NotebookResult) -> str:
         name = result.path.relative_to(ROOT).as_posix()
     except ValueError:
         name = str(result.path)
+    from .grading import load_all
+    registry = load_all()
     lines = [name]
     for cell in sorted(result.cells, key=lambda c: c.cell):
         if cell.checks:
             mark = "PASS" if cell.outcome == "passed" else "FAIL"
             for exercise_id in cell.checks:
+                ex = registry.get(exercise_id)
+                if ex is not None and ex.manual:   # a written answer: the rubric, once written
+                    lines.append(f"  {'WROTE' if cell.outcome == 'passed' else 'TODO'}  {exercise_id}  - "
+                                 + ("graded by the instructor, who looks for: " + "; ".join(ex.rubric)
+                                    if cell.outcome == "passed" else _feedback(cell)))
+                    continue
                 lines.append(f"  {mark}  {exercise_id}" + (f"  - {_feedback(cell)}" if cell.outcome == "failed" else ""))
         elif cell.outcome == "failed":
             if cell.cell >= 0:
@@ -221,8 +229,9 @@ def format_result(result: NotebookResult) -> str:
                 where = "pytest"
             lines.append(f"  FAIL  ({where}, not a check)  - {cell.message}")
     checks = [c for c in result.cells if c.checks]
-    n_pass = sum(len(c.checks) for c in checks if c.outcome == "passed")
-    n_all = sum(len(c.checks) for c in checks)
+    auto = [[i for i in c.checks if not getattr(registry.get(i), "manual", False)] for c in checks]
+    n_pass = sum(len(ids) for c, ids in zip(checks, auto) if c.outcome == "passed")
+    n_all = sum(len(ids) for ids in auto)
     verdict = "all cells ran" if result.passed else f"{len(result.failed_cells)} cell(s) failed"
     lines.append(f"  checks passed: {n_pass} / {n_all}; {verdict}")
     return "\n".join(lines)
