@@ -31,9 +31,19 @@
     state[id] = {box: box, last: now, due: now + BOX_DAYS[box] * DAY, correct: correct};
     save(state);
   }
-  function firstNumber(text) {
-    const m = text.replace(/−/g, "-").match(/-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|-?\.\d+/i);
-    return m ? parseFloat(m[0].replace(/,/g, "")) : null;
+  // as course_lib.quiz.parse_number: "1/16" is divided out, "6.25%" answers a fraction item as 0.0625
+  function firstNumber(text, unit) {
+    const num = "-?\\d[\\d,]*(?:\\.\\d+)?(?:e[-+]?\\d+)?|-?\\.\\d+";
+    const m = text.replace(/−/g, "-").match(new RegExp("(" + num + ")(?:\\s*/\\s*(" + num + "))?\\s*(%)?", "i"));
+    if (!m) return null;
+    let value = parseFloat(m[1].replace(/,/g, ""));
+    if (m[2] !== undefined) {
+      const d = parseFloat(m[2].replace(/,/g, ""));
+      if (d === 0) return null;
+      value /= d;
+    }
+    if (m[3] && (unit || "").trim() !== "%") value /= 100;
+    return value;
   }
   function fmt(x) { return Math.abs(x) < 1000 ? Number(x.toPrecision(3)).toString() : Math.round(x).toLocaleString("en"); }
   function el(tag, attrs, text) {
@@ -62,7 +72,7 @@
       const input = el("input", {type: "text", class: "course-quiz-answer", "aria-label": "answer"});
       const button = el("button", {type: "button"}, w.check);
       button.onclick = () => {
-        const got = firstNumber(input.value);
+        const got = firstNumber(input.value, item.unit);
         const measured = `${w.measured} ${item.measured}`;
         if (got === null) { show(false, `${w.wrong}: ${w.noNumber}; ${stop(measured)} ${stop(pick(item.why, lang))}`); return; }
         const ok = item.accepted[0] <= got && got <= item.accepted[1];

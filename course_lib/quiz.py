@@ -181,17 +181,28 @@ def _measured(item: Item, ranges: dict) -> tuple[str, int]:
     return f"{_fmt(low)}–{_fmt(high)}{item.unit}", runs
 
 
-def parse_number(text: str) -> float | None:
-    """The number in a typed answer ('0.45', '45%', 'about 3x', '1,024'); None if there is none."""
+def parse_number(text: str, unit: str = "") -> float | None:
+    """The number in a typed answer ('0.45', '45%', 'about 3x', '1,024', '1/16'); None if there is
+    none. A fraction is divided out; a percentage answers an item asked as a fraction (`unit` not
+    "%") divided by 100, so '6.25%' and '1/16' and '0.0625' are one answer."""
     if not isinstance(text, str):
         raise ValueError(f"text: expected the typed answer as a str, got {type(text).__name__} {text!r:.40}")
-    match = re.search(r"-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|-?\.\d+", text.replace("−", "-"))
+    number = r"-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|-?\.\d+"
+    match = re.search(rf"({number})(?:\s*/\s*({number}))?\s*(%)?", text.replace("−", "-"), re.I)
     if not match:
         return None
     try:
-        return float(match.group(0).replace(",", ""))
+        value = float(match.group(1).replace(",", ""))
+        if match.group(2) is not None:
+            denominator = float(match.group(2).replace(",", ""))
+            if denominator == 0:
+                return None
+            value /= denominator
     except ValueError:
         return None
+    if match.group(3) and unit.strip() != "%":
+        value /= 100
+    return value
 
 
 def _stop(text: str) -> str:
@@ -215,7 +226,7 @@ def check(item: Item, answer: str, ranges: dict, lang: str = "en", self_judged: 
     why = item.text("why", lang)
     if item.kind == "numeric":
         low, high = accepted_range(item, ranges)
-        got = parse_number(answer)
+        got = parse_number(answer, item.unit)
         shown, runs = _measured(item, ranges)
         measured = f"measured {shown} over {runs} runs"
         if got is None:
@@ -258,16 +269,22 @@ def short_answers(notebook: Path) -> dict:
     return short_answers_in(json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"])
 
 
-def short_answers_in(cells) -> dict:
+# A number's source, written after it in the prose (`<!--n: ledger ...-->`; course_tools.answer_numbers)
+NUMBER_MARKER = re.compile(r"<!--\s*n:.*?-->", re.S)
+
+
+def short_answers_in(cells, markers: bool = False) -> dict:
     """The short answers of a notebook's cells (the JSON's dicts or nbformat's cells): the text
-    under each heading of SHORT_ANSWER_HEADINGS, the heading removed. The one reader of these
-    cells: the cheat sheet, `course interview` and the number check use it too."""
+    under each heading of SHORT_ANSWER_HEADINGS, the heading removed, without the numbers' source
+    markers unless `markers`. The one reader of these cells: the cheat sheet, `course interview`
+    and the number check use it too."""
     found = {}
     for cell in cells:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         for lang, heading in SHORT_ANSWER_HEADINGS.items():
             if cell["cell_type"] == "markdown" and source.lstrip().startswith(heading):
-                found[lang] = source.lstrip()[len(heading):].strip()
+                text = source.lstrip()[len(heading):].strip()
+                found[lang] = text if markers else NUMBER_MARKER.sub("", text)
     return found
 
 

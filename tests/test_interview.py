@@ -207,3 +207,11 @@ def test_course_interview_through_stdin_right_wrong_history_and_schedule(tmp_pat
     order = [i.id for i in interview.schedule(items, entries)]
     # never-asked items first, then the one answered wrong (due now); the right one last (not due)
     assert order.index(second.id) < order.index(first.id) == len(order) - 1
+
+
+@pytest.mark.parametrize("typed,unit,value", [("1/16", "", 0.0625), ("6.25%", "", 0.0625), ("0.0625", "", 0.0625),
+                                              ("about 1 / 16", "", 0.0625), ("12%", "%", 12.0), ("1,024", "", 1024.0),
+                                              ("about 3x", "×", 3.0), ("no idea", "", None), ("1/0", "", None)])
+def test_a_fraction_and_a_percentage_are_read_as_the_number_they_mean(typed, unit, value):
+    from course_lib.quiz import parse_number
+    assert parse_number(typed, unit) == (pytest.approx(value) if value is not None else None)

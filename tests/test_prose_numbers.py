@@ -1,0 +1,108 @@
+"""Numbers in a lesson's prose come from the ledger (course_tools.answer_numbers, "numbers bound to
+the ledger"): every marker is checked against `docs/sweep/claims.csv` (a range quoted contains the
+sweep's range, a bound holds at the worst run), and every number the prose states - in both
+languages, short answers and pitfalls included - carries a marker, is a constant of the lesson's
+code, or sits in a sentence that cites its source."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from course_tools.answer_numbers import (Binding, bindings, code_numbers, ledger_problem, stated_numbers,
+                                         without_bound_numbers)
+from course_tools.manifest import LESSONS
+from course_tools.sweep import CHECK_MARKER, CLAIMS_CSV, load_claims_csv
+
+LESSONS_WITH_PROSE = [lesson for lesson in LESSONS if lesson.number != 0]
+BOUND = "⟨n⟩"
+
+
+@pytest.fixture(scope="module")
+def claims():
+    table = load_claims_csv()
+    return {lesson: rows.to_dict("records") for lesson, rows in table.groupby("lesson")}
+
+
+def _prose(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "markdown"]
+
+
+def _checked_outputs(nb) -> str:
+    texts = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and CHECK_MARKER in cell.source:
+            for out in cell.get("outputs", []):
+                text = out.get("text", "") or out.get("data", {}).get("text/plain", "")
+                texts.append("".join(text) if isinstance(text, list) else text)
+    return "\n".join(texts)
+
+
+def problems(nb, rows: list[dict]) -> list[str]:
+    """What is wrong with the numbers of one notebook's prose (empty: all bound and true)."""
+    found = []
+    printed = _checked_outputs(nb)
+    code = code_numbers(nb)
+    for text in _prose(nb):
+        marked, orphans = bindings(text)
+        found += [f"a marker after no number: …{o}" for o in orphans]
+        for binding in marked:
+            if binding.kind == "ledger":
+                why = ledger_problem(binding, rows)
+                if why:
+                    found.append(f"{why}: …{binding.context}…")
+            elif binding.kind == "printed" and binding.text.lstrip("+") not in printed:
+                found.append(f"{binding.text} is not printed by a checked output (NBVAL_CHECK_OUTPUT): …{binding.context}…")
+        for number in stated_numbers(without_bound_numbers(text, BOUND)):
+            if number.value in code:
+                continue   # a setting of the lesson's code
+            found.append(f"{number.text!r} has no source marker: “{number.sentence[:110]}”")
+    return found
+
+
+@pytest.mark.parametrize("lesson", LESSONS_WITH_PROSE, ids=[l.stem for l in LESSONS_WITH_PROSE])
+def test_every_number_in_the_prose_is_bound_and_true(lesson, claims):
+    nb = nbformat.read(lesson.notebook, as_version=4)
+    found = problems(nb, claims.get(f"{lesson.number:02d}", []))
+    assert not found, f"{lesson.stem}: {len(found)} number(s):\n" + "\n".join(found[:40])
+
+
+ROWS = [{"statement": "best held-out loss: untied − tied (nats)", "min": 0.127, "max": 0.225},
+        {"statement": "lr 0.01: plain-32 minus residual-32 final loss", "min": 0.386, "max": 0.692},
+        {"statement": "share of masked tokens", "min": 0.148, "max": 0.151}]
+
+
+def _nb(markdown: str):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(markdown), nbformat.v4.new_code_cell("steps = 3000")]
+    return nb
+
+
+@pytest.mark.parametrize("text", [
+    "Tied wins by 0.15–0.23<!--n: ledger best held-out--> nats.",               # the range is older: stale
+    "The gap is more than 0.4<!--n: ledger lr 0.01: plain-32--> nats.",          # the bound fails at 0.386
+    "The gap is 0.3<!--n: ledger best held-out--> nats.",                         # outside the range
+    "About 15.3%<!--n: ledger share of masked--> of tokens are masked.",          # outside, in percent
+    "The gap is 0.72 nats after 3000 steps.",                                      # no marker
+    "The gap stays under 0.6<!--n: ledger lr 0.01--> nats.",                      # upper bound fails at 0.692
+    "The gap is large<!--n: ledger best held-out-->.",                             # a marker after no number
+])
+def test_a_planted_stale_or_unbound_number_fails(text):
+    assert problems(_nb(text), ROWS)
+
+
+@pytest.mark.parametrize("text", [
+    "Tied wins by 0.12–0.23<!--n: ledger best held-out--> nats after 3000 steps.",
+    "The gap is more than 0.38<!--n: ledger lr 0.01: plain-32--> nats; 0.39–0.69<!--n: ledger lr 0.01--> nats.",
+    "About 15%<!--n: ledger share of masked--> of the 30,522<!--n: constant--> word pieces.",
+    "BERT reports 84.6 on MNLI (Devlin et al., Table 1).",
+    "超过 0.38<!--n: ledger lr 0.01: plain-32--> 奈特。",
+])
+def test_a_bound_true_number_passes(text):
+    assert problems(_nb(text), ROWS) == []
+
+
+def test_a_marker_binds_the_number_or_range_right_before_it():
+    (one,), _ = bindings("at least 0.95<!--n: ledger x--> accuracy")
+    assert (one.low, one.high, one.bound, one.decimals) == (None, 0.95, "lower", 2)
+    (two,), _ = bindings("from −0.021 to +0.124<!--n: ledger y-->")
+    assert isinstance(two, Binding) and (two.low, two.high) == (-0.021, 0.124)
