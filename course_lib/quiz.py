@@ -221,31 +221,80 @@ class Verdict:
     message: str
 
 
-def check(item: Item, answer: str, ranges: dict, lang: str = "en", self_judged: bool | None = None) -> Verdict:
-    """Whether `answer` is right, and what to show: the measured value or the right option, and why."""
+#: The words of a verdict in each language (the page's script has the same, `quiz.js`).
+WORDS = {
+    "en": {"right": "right", "wrong": "wrong", "measured": "measured", "over": "over {runs} runs",
+           "accepted": "accepted", "no_number": "no number in {answer!r}", "letter": "answer with a letter",
+           "the_right_one": "the right one", "folklore": "wrong — that is the usual answer the lesson corrects",
+           "reread": "reread: lesson {lesson}, “{cell}”", "review": "to review"},
+    "zh": {"right": "正确", "wrong": "错误", "measured": "实测", "over": "（{runs} 次运行）",
+           "accepted": "可接受", "no_number": "回答 {answer!r} 中没有数字", "letter": "请用字母作答",
+           "the_right_one": "正确选项", "folklore": "错误——这正是本课纠正的常见说法",
+           "reread": "重读：第 {lesson} 课，“{cell}”", "review": "需复习"},
+}
+
+
+def choice_index(answer: str, n_options: int) -> int | None:
+    """The option a typed answer names: a letter ('b', 'B)') or a number ('2'); None otherwise."""
+    text = answer.strip().lower().rstrip(").")
+    if len(text) == 1 and text in "abcdefgh"[:n_options]:
+        return "abcdefgh".index(text)
+    return int(text) - 1 if text.isdigit() and 1 <= int(text) <= n_options else None
+
+
+def check(item: Item, answer: str, ranges: dict, lang: str = "en", self_judged: bool | None = None,
+          order: list[int] | None = None) -> Verdict:
+    """Whether `answer` is right, and what to show: the measured value or the right option, and why.
+    `order`: the options as shown (order[k] is the item's option shown as the k-th letter)."""
     why = item.text("why", lang)
+    w = WORDS.get(lang, WORDS["en"])
     if item.kind == "numeric":
         low, high = accepted_range(item, ranges)
         got = parse_number(answer, item.unit)
         shown, runs = _measured(item, ranges)
-        measured = f"measured {shown} over {runs} runs"
+        measured = f"{w['measured']} {shown} {w['over'].format(runs=runs)}"
         if got is None:
-            return Verdict(False, f"no number in {answer!r}; {measured}. {_stop(why)}")
+            return Verdict(False, f"{w['no_number'].format(answer=answer)}; {measured}. {_stop(why)}")
         ok = low <= got <= high
-        return Verdict(ok, f"{'right' if ok else 'wrong'}: {measured} (accepted {_fmt(low)}–{_fmt(high)}). {_stop(why)}")
+        return Verdict(ok, f"{w['right'] if ok else w['wrong']}: {measured} "
+                           f"({w['accepted']} {_fmt(low)}–{_fmt(high)}). {_stop(why)}")
     if item.kind == "choice":
         letters = "abcdefgh"
-        text = answer.strip().lower()
-        index = letters.index(text[0]) if text[:1] in letters[:len(item.options)] and len(text) == 1 else (
-            int(text) - 1 if text.isdigit() else None)
-        right = f"{letters[item.answer]}) {item.options[item.answer].get(lang) or item.options[item.answer]['en']}"
+        order = list(range(len(item.options))) if order is None else list(order)
+        shown_at = order.index(item.answer)
+        option = item.options[item.answer]
+        right = f"{letters[shown_at]}) {option.get(lang) or option['en']}"
+        index = choice_index(answer, len(item.options))
         if index is None:
-            return Verdict(False, f"answer with a letter; the right one: {_stop(right)} {_stop(why)}")
-        ok = index == item.answer
-        lead = "right" if ok else ("wrong — that is the usual answer the lesson corrects" if index == item.folklore
-                                   else "wrong")
+            return Verdict(False, f"{w['letter']}; {w['the_right_one']}: {_stop(right)} {_stop(why)}")
+        picked = order[index]
+        ok = picked == item.answer
+        lead = w["right"] if ok else (w["folklore"] if picked == item.folklore else w["wrong"])
         return Verdict(ok, f"{lead}: {_stop(right)} {_stop(why)}")
     return Verdict(self_judged, why)
+
+
+_LATEX = [(re.compile(r"\\(?:text|mathrm|operatorname|mathbf|mathit)\{([^{}]*)\}"), r"\1"),
+          (re.compile(r"\\frac\{([^{}]*)\}\{([^{}]*)\}"), r"(\1)/(\2)"),
+          (re.compile(r"\\sqrt\{([^{}]*)\}"), r"√\1"), (re.compile(r"\\sqrt\s*"), "√"),
+          (re.compile(r"([_^])\{([^{}]*)\}"), r"\1\2")]
+_SYMBOLS = {r"\cdot": "·", r"\times": "×", r"\approx": "≈", r"\le": "≤", r"\ge": "≥", r"\to": "→",
+            r"\ln": "ln", r"\log": "log", r"\exp": "exp", r"\sum": "Σ", r"\odot": "⊙", r"\top": "ᵀ",
+            r"\infty": "∞", r"\alpha": "α", r"\sigma": "σ", r"\mu": "μ", r"\epsilon": "ε", r"\in": "∈",
+            r"\ne": "≠", r"\,": " ", r"\;": " ", r"\!": "", r"\left": "", r"\right": ""}
+
+
+def plain_text(text: str) -> str:
+    """`text` for a terminal: inline LaTeX ($d_\\text{model}$, $\\sqrt{d_k}$) as plain characters."""
+    def convert(match):
+        body = match.group(1)
+        for _ in range(4):   # innermost first: \frac{1}{\sqrt{d_k}}
+            for pattern, repl in _LATEX:
+                body = pattern.sub(repl, body)
+        for name in sorted(_SYMBOLS, key=len, reverse=True):
+            body = body.replace(name, _SYMBOLS[name])
+        return body.replace("{", "").replace("}", "")
+    return re.sub(r"\$\$?([^$]+)\$?\$", convert, text)
 
 
 

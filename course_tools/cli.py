@@ -284,7 +284,7 @@ def cmd_interview(args) -> int:
         number = _select([args.lesson])[0].number
     else:
         number = None
-    return interview(number, args.all, args.lang, args.n)
+    return interview(number, args.all, args.lang, args.n, in_order=args.in_order)
 
 
 def cmd_list(args) -> int:
@@ -320,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--all", action="store_true", help="every lesson, not only those run so far")
     p.add_argument("--lang", choices=["en", "zh"], default="en")
     p.add_argument("--n", type=int, default=10, help="how many questions (default 10)")
+    p.add_argument("--in-order", action="store_true", help="choice options in their stored order (for "
+                   "scripts; by default each question shows them in a fresh order)")
     p.add_argument("--store-cells", action="store_true", help="for authors: write each lesson's "
                    "'Check yourself' cells (and their output) from its metadata.course.interview")
     p.set_defaults(func=cmd_interview)

@@ -16,8 +16,9 @@ import json
 import os
 from pathlib import Path
 
-from course_lib.quiz import (BOX_DAYS, Card, InterviewError, Item, Verdict, accepted_range,  # noqa: F401
-                             check, claim_ranges, load_card, parse_card, short_answers)
+from course_lib.quiz import (BOX_DAYS, WORDS, Card, InterviewError, Item, Verdict,  # noqa: F401
+                             accepted_range, check, choice_index, claim_ranges, load_card, parse_card,
+                             parse_number, plain_text, short_answers)
 
 from . import ROOT
 from .manifest import LESSONS
@@ -123,34 +124,59 @@ def lessons_run_so_far() -> set[int]:
 
 
 def run_session(items: list[Item], lang: str = "en", read=input, write=print,
-                ranges: dict | None = None, short_answers: dict | None = None) -> list[dict]:
-    """Ask each item, check, record. `read` raises EOFError when the input ends (stops early)."""
+                ranges: dict | None = None, short_answers: dict | None = None, rng=None,
+                shuffle: bool = True) -> list[dict]:
+    """Ask each item, check, record. Choice options are shown in a fresh order (the right one is not
+    always in one place); an answer that is not a number (numeric) or a letter (choice) is asked
+    again once, not recorded as wrong. `read` raises EOFError when the input ends (stops early)."""
+    import random
+    rng = rng or random.Random()
     ranges = claim_ranges() if ranges is None else ranges
+    w = WORDS.get(lang, WORDS["en"])
+    again = {"en": {"numeric": "type a number (1/16, 6.25% and 0.0625 all work) > ",
+                    "choice": "answer with one of the letters > "},
+             "zh": {"numeric": "请输入一个数字（1/16、6.25% 与 0.0625 均可）> ", "choice": "请用选项字母作答 > "}}[
+        "zh" if lang == "zh" else "en"]
+    kinds = {"en": {"numeric": "a number", "choice": "choose one", "explain": "explain"},
+             "zh": {"numeric": "数值题", "choice": "选择题", "explain": "简答题"}}["zh" if lang == "zh" else "en"]
     recorded = []
     for number, item in enumerate(items, 1):
-        write(f"\n[{number}/{len(items)}] lesson {item.lesson:02d} · {item.kind}")
-        write(item.text("question", lang))
+        lesson = f"第 {item.lesson:02d} 课" if lang == "zh" else f"lesson {item.lesson:02d}"
+        write(f"\n[{number}/{len(items)}] {lesson} · {kinds.get(item.kind, item.kind)}")
+        write(plain_text(item.text("question", lang)))
+        order = None
         if item.kind == "choice":
-            for letter, option in zip("abcdefgh", item.options):
-                write(f"  {letter}) {option.get(lang) or option['en']}")
+            order = rng.sample(range(len(item.options)), len(item.options)) if shuffle else list(range(len(item.options)))
+        if item.kind == "choice":
+            for letter, k in zip("abcdefgh", order):
+                option = item.options[k]
+                write(f"  {letter}) {plain_text(option.get(lang) or option['en'])}")
         try:
-            answer = read("> " if item.kind != "explain" else "your answer (one line) > ")
+            answer = read("> " if item.kind != "explain" else
+                          ("用几句话回答（说出要点）> " if lang == "zh" else "your answer (the key points, a few sentences) > "))
+            if item.kind == "numeric" and parse_number(answer, item.unit) is None:
+                answer = read(again["numeric"])
+            elif item.kind == "choice" and choice_index(answer, len(item.options)) is None:
+                answer = read(again["choice"])
             if item.kind == "explain":
                 model = (short_answers or {}).get((item.lesson, lang), "")
-                write("model answer (the lesson's short answer):\n" + model)
-                judged = read("did yours say the same? [y/n] > ").strip().lower()
+                write(("参考答案（本课的简答）：\n" if lang == "zh" else "model answer (the lesson's short answer):\n")
+                      + plain_text(model))
+                judged = read("你的回答是否涵盖了这些要点？[y/n] > " if lang == "zh"
+                              else "did yours make the same points? [y/n] > ").strip().lower()
                 verdict = check(item, answer, ranges, lang, self_judged=judged.startswith(("y", "是")))
             else:
-                verdict = check(item, answer, ranges, lang)
+                verdict = check(item, answer, ranges, lang, order=order)
         except EOFError:
-            write("\n(input ended: the rest of the session is skipped)")
+            write("\n（输入结束：其余题目跳过）" if lang == "zh" else "\n(input ended: the rest of the session is skipped)")
             break
-        write(verdict.message if item.kind != "explain" else
-              f"{'right' if verdict.correct else 'to review'}: {verdict.message}")
-        write(f"reread: lesson {item.lesson:02d}, “{item.cell}”")
+        write(plain_text(verdict.message) if item.kind != "explain" else
+              f"{w['right'] if verdict.correct else w['review']}: {plain_text(verdict.message)}")
+        write(w["reread"].format(lesson=f"{item.lesson:02d}", cell=item.cell))
         recorded.append(record(item, answer, verdict))
     right = sum(1 for e in recorded if e["correct"])
-    write(f"\n{right} of {len(recorded)} right. History: {interview_file()}")
+    write(f"\n答对 {right} / {len(recorded)}。记录：{interview_file()}" if lang == "zh"
+          else f"\n{right} of {len(recorded)} right. History: {interview_file()}")
     return recorded
 
 
@@ -165,7 +191,7 @@ def short_answer_texts() -> dict:
     return found
 
 
-def main(lesson: int | None, all_lessons: bool, lang: str, n: int) -> int:
+def main(lesson: int | None, all_lessons: bool, lang: str, n: int, in_order: bool = False) -> int:
     cards = all_cards()
     if lesson is not None:
         cards = [c for c in cards if c.lesson == lesson]
@@ -183,7 +209,7 @@ def main(lesson: int | None, all_lessons: bool, lang: str, n: int) -> int:
     items = [item for card in cards for item in card.items
              if item.kind != "numeric" or (f"{item.lesson:02d}", item.claim) in ranges]
     chosen = schedule(items, history(), n=n)
-    run_session(chosen, lang=lang, ranges=ranges, short_answers=short_answer_texts())
+    run_session(chosen, lang=lang, ranges=ranges, short_answers=short_answer_texts(), shuffle=not in_order)
     return 0
 
 

@@ -196,6 +196,18 @@ def store(lessons: list[Lesson], timeout: int = 600) -> None:
                        kernel_manager_class=kernel_manager_class(),
                        resources={"metadata": {"path": str(lesson.notebook.parent)}}).execute()
         tidy_stored(nb)
+        # the outputs go into the file as it is now: prose edited while the lesson ran is kept
+        current = nbformat.read(lesson.notebook, as_version=4)
+        ran = {cell.get("id"): cell for cell in nb.cells}
+        if [c.get("id") for c in current.cells if c.cell_type == "code"] == \
+                [c.get("id") for c in nb.cells if c.cell_type == "code"] and all(
+                ran[c.get("id")].source == c.source for c in current.cells if c.cell_type == "code"):
+            for cell in current.cells:
+                if cell.cell_type == "code":
+                    cell.outputs = ran[cell.get("id")].outputs
+                    cell.execution_count = ran[cell.get("id")].execution_count
+            current.metadata = nb.metadata
+            nb = current
         nbformat.write(nb, lesson.notebook)
 
 

@@ -197,7 +197,8 @@ def test_course_interview_through_stdin_right_wrong_history_and_schedule(tmp_pat
     history = tmp_path / "interview.jsonl"
     stdin = "\n".join(right(first) + wrong(second)) + "\n"
     env = {**os.environ, interview.INTERVIEW_ENV: str(history)}
-    result = subprocess.run([sys.executable, "-m", "course_tools.cli", "interview", "--lesson", "01", "--n", "3"],
+    result = subprocess.run([sys.executable, "-m", "course_tools.cli", "interview", "--lesson", "01", "--n", "3",
+                             "--in-order"],
                             input=stdin, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "right" in result.stdout and ("wrong" in result.stdout or "to review" in result.stdout)
@@ -215,3 +216,24 @@ def test_course_interview_through_stdin_right_wrong_history_and_schedule(tmp_pat
 def test_a_fraction_and_a_percentage_are_read_as_the_number_they_mean(typed, unit, value):
     from course_lib.quiz import parse_number
     assert parse_number(typed, unit) == (pytest.approx(value) if value is not None else None)
+
+
+def test_a_practice_run_shuffles_options_asks_again_for_a_non_answer_and_speaks_the_learners_language(
+        tmp_path, monkeypatch):
+    import random
+    monkeypatch.setenv(interview.INTERVIEW_ENV, str(tmp_path / "h.jsonl"))
+    choice = next(i for i in _card().items if i.kind == "choice")
+    order = random.Random(7).sample(range(len(choice.options)), len(choice.options))
+    right_letter = "abcdefgh"[order.index(choice.answer)]
+    answers = iter(["I think it is the scale", right_letter])     # not a letter first: asked again
+    shown = []
+    recorded = interview.run_session([choice], lang="zh", read=lambda prompt: next(answers),
+                                     write=shown.append, ranges=RANGES, rng=random.Random(7))
+    assert recorded[0]["correct"] is True
+    assert any(line.startswith("重读") for line in shown) and any("答对 1 / 1" in line for line in shown)
+    assert not any("reread:" in line for line in shown)
+
+
+def test_latex_is_plain_text_in_the_terminal():
+    from course_lib.quiz import plain_text
+    assert plain_text(r"why $\sqrt{d_\text{model}}$, not $\frac{1}{\sqrt{d_k}}$?") == "why √d_model, not (1)/(√d_k)?"
