@@ -184,13 +184,13 @@ def test_constant_evidence_and_thin_evidence_are_caught_identities_are_not():
     rows = []
     for s in range(3):
         for statement, value, kind in [("arithmetic", 4.0, "evidence"), ("count", 4.0, "identity"),
-                                        ("thin", 2.0 + 0.5 * s, "evidence"), ("far", 10.0 + 0.1 * s, "evidence")]:
+                                        ("thin", 1.8 + 0.5 * s, "evidence"), ("far", 10.0 + 0.1 * s, "evidence")]:
             rows.append({"lesson": "01", "run": f"seed {s}", "statement": statement, "value": value,
                          "op": ">", "threshold": 1.0, "margin": value - 1.0,
                          "relative_margin": value - 1.0, "held": True, "kind": kind})
     spread = claim_spread(pd.DataFrame(rows))
     assert list(undeclared_constants(spread)["statement"]) == ["arithmetic"]
-    assert list(thin_claims(spread)["statement"]) == ["thin"]  # 1.0 / 1.0 = 1 range; 'far': 9 / 0.2 = 45
+    assert list(thin_claims(spread)["statement"]) == ["thin"]  # 0.8 / 1.0 = 0.8 range; 'far': 9 / 0.2 = 45
 
 
 def test_identity_needs_a_reason_and_is_shown_as_by_construction():
