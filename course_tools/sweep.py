@@ -310,8 +310,8 @@ def robustness_table(runs_table: pd.DataFrame, claims_table: pd.DataFrame) -> pd
     thinnest evidence claim: the one whose worst run sits the fewest seed ranges from its
     threshold, with its range over the runs and its threshold."""
     spread = claim_spread(claims_table) if len(claims_table) else pd.DataFrame()
-    _central = (dict(zip(central_claims()["lesson"], central_claims()["statement"]))
-                if CENTRAL_CSV.exists() else {})
+    central_table = central_claims() if CENTRAL_CSV.exists() else None
+    _central = dict(zip(central_table["lesson"], central_table["statement"])) if central_table is not None else {}
     rows = []
     for (lesson, lesson_id), group in runs_table.groupby(["lesson", "id"], sort=True):
         held = int((group["claims held"] == "yes").sum())
