@@ -345,7 +345,7 @@ def check_best_span(fn, rng):
              "too-long", "plain", "at-limit", "plain"]
     for case, trap in enumerate(traps):
         n_q = randint(rng, 1, 7)
-        max_answer_length = randint(rng, 1 + (trap == "reversed"), 6) if trap != "plain" else randint(rng, 1, 8)
+        max_answer_length = randint(rng, 1 + (trap in ("reversed", "at-limit")), 6) if trap != "plain" else randint(rng, 1, 8)
         C = max_answer_length + 2 + randint(rng, 0, 10)          # room for a span one token too long
         max_length = n_q + 3 + C
         stride = randint(rng, 0, C)
