@@ -211,7 +211,10 @@ class Session:
         self.sandbox.start()
         self.started = True
         self.budget = timeout
-        self.request("init", forbidden=self.forbidden)
+        from .shortcuts import kernel_label, kernels_for
+        kernels = {item: {op: kernel_label(op, public) for op, public in kernels_for(names).items()}
+                   for item, names in self.forbidden.items()}
+        self.request("init", forbidden=self.forbidden, kernels=kernels)
 
     def close(self) -> None:
         self.sandbox.close()
@@ -282,7 +285,7 @@ class Session:
         header = decoder.header
         forbidden = header.get("forbidden") or []
         if forbidden:
-            names = ", ".join(str(f)[:80] for f in forbidden[:3] if isinstance(f, str))
+            names = ", ".join(str(f)[:120] for f in forbidden[:3] if isinstance(f, str))
             raise ShortcutUsed(f"your code calls {names}, which this exercise asks you not to use "
                                "(write it yourself)")
         if "err" in header:

@@ -22,14 +22,29 @@ Two independent detectors use the same list:
   (a docstring may name `torch.nn.LayerNorm`), and neither `re.compile`, `model.eval()`,
   `locals()` nor `getattr(self, f"layer{i}")` is a lookup of anything forbidden. The cells are
   parsed once per notebook and every statement is walked a fixed number of times: linear time.
-- dynamic (driver.py): trip-wires in the learner's process while a graded call runs.
+  By kernel, not by name (issue 31): a forbidden torch built-in forbids its kernel family
+  (KERNELS: the ATen operators that do its job) under every name - `torch.rms_norm`,
+  `torch._native_batch_norm_legit`, `torch._C._nn.cross_entropy_loss`,
+  `torch.ops.aten.quantize_per_channel.default`, a Tensor method, getattr with the name; a path
+  is followed through the modules it passes (`F.torch._C`, `tokenizers.tokenizers.models.Unigram`
+  is the forbidden object itself); paths that run code out of the trip-wires' sight (another
+  process, torch.compile/jit, ctypes, a profiler's switches) are escapes; and a def or class that
+  copies a forbidden course function (or the lesson's own def of a graded or forbidden name) -
+  names, docstrings, comments and layout aside, difflib ratio >= COPY_RATIO - is a finding.
+- dynamic (driver.py): trip-wires in the learner's process while a graded call runs: the code of
+  forbidden functions (copies included), forbidden C functions and classes, and the kernels the
+  dispatcher runs (torch's profiler, every thread), so whatever name, dict or thread reached them.
 """
 from __future__ import annotations
 
 import ast
 import collections
 import contextlib
+import difflib
 import gc
+import re
+import sys
+import types
 
 SOFTMAX = ("torch:softmax", "torch.nn.functional:softmax", "torch:Tensor.softmax", "torch.nn:Softmax",
            "torch.special:softmax", "torch:log_softmax", "torch.nn.functional:log_softmax",
@@ -38,7 +53,11 @@ ATTENTION = ("torch.nn.functional:scaled_dot_product_attention", "torch.nn:Multi
              "torch.nn.functional:multi_head_attention_forward")
 LAYER_NORM = ("torch.nn.functional:layer_norm", "torch:layer_norm", "torch:native_layer_norm",
               "torch.nn:LayerNorm", "torch.nn.functional:group_norm", "torch.nn:GroupNorm",
-              "torch.nn.functional:rms_norm", "torch.nn:RMSNorm", "course_lib.layernorm:LayerNorm")
+              "torch.nn.functional:rms_norm", "torch.nn:RMSNorm", "course_lib.layernorm:LayerNorm",
+              # a batch or instance norm of a transposed (or mirrored: [x, -x]) input is a layer
+              # or RMS norm: the norm kernels do each other's job
+              "torch.nn.functional:batch_norm", "torch.nn:BatchNorm1d", "torch.nn.functional:instance_norm",
+              "torch.nn:InstanceNorm1d")
 GELU = ("torch.nn.functional:gelu", "torch.nn:GELU", "torch:Tensor.gelu", "course_lib.activations:gelu",
         "course_lib.activations:GELU")
 
@@ -88,9 +107,24 @@ ESCAPE_NAMES = {"__import__", "importlib", "eval", "exec", "compile", "globals",
 ESCAPE_ATTRIBUTES = {"__globals__", "__builtins__", "__subclasses__", "__code__", "__closure__",
                      "__getattribute__", "f_globals", "f_locals", "f_back", "f_builtins", "_getframe",
                      "import_module", "run_path", "run_module", "setprofile", "settrace",
-                     "DisableTorchFunction", "DisableTorchFunctionSubclass", "_disabled_torch_function_impl"}
-# imported paths that reach everything, or torch's internals below its public functions
-ESCAPE_PATHS = ("sys.modules", "importlib", "builtins", "torch._C", "torch.ops", "torch._ops", "torch._VF")
+                     "setprofile_all_threads", "settrace_all_threads",
+                     "DisableTorchFunction", "DisableTorchFunctionSubclass", "_disabled_torch_function_impl",
+                     # code run from a string by IPython or the code module; the profiler's switches
+                     "run_cell", "run_code", "safe_execfile", "safe_run_module", "runsource", "runcode",
+                     "_enable_profiler", "_disable_profiler", "_prepare_profiler", "_clear_callbacks",
+                     "_enable_profiler_legacy", "_disable_profiler_legacy"}
+# imported paths that reach everything, torch's internals below its public functions, code that
+# runs where the trip-wires cannot see it (another process, a compiled graph, a C symbol called
+# directly) or that switches the kernel trip-wire (a profiler) off
+ESCAPE_PATHS = ("sys.modules", "importlib", "builtins", "torch._C", "torch.ops", "torch._ops", "torch._VF",
+                "torch.library", "torch.compile", "torch.jit", "torch._dynamo", "torch._inductor", "torch.export",
+                "torch.utils.cpp_extension", "torch.profiler", "torch.autograd.profiler", "torch._prims",
+                "torch._refs", "torch._decomp", "ctypes", "cffi", "marshal", "types.FunctionType", "types.CodeType",
+                "types.LambdaType", "pydoc", "runpy", "code", "subprocess", "multiprocessing", "torch.multiprocessing", "pty",
+                "concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process", "os.fork", "os.forkpty",
+                "os.system", "os.popen", "os.posix_spawn", "os.posix_spawnp", "os.execv", "os.execve", "os.execl",
+                "os.execle", "os.execlp", "os.execlpe", "os.execvp", "os.execvpe", "os.spawnl", "os.spawnle",
+                "os.spawnlp", "os.spawnlpe", "os.spawnv", "os.spawnve", "os.spawnvp", "os.spawnvpe")
 ESCAPES = ESCAPE_NAMES | ESCAPE_ATTRIBUTES   # (all the names, for callers of the old constant)
 _DYNAMIC_BINDERS = {"exec", "eval", "compile", "globals", "vars", "setattr", "__import__", "importlib",
                     "__dict__", "__builtins__", "builtins", "modules"}
@@ -109,6 +143,167 @@ def forbidden_for(exercise_id: str, declared=()) -> list[str]:
 
 def _dotted(name: str) -> str:
     return name.replace(":", ".")
+
+
+# ------------------------------------------------------------------ kernels: forbidding by what runs, not by name
+
+#: Kernel families: the ATen operators (every overload) that do a forbidden torch built-in's whole
+#: job. Forbidding a built-in forbids its family under every name that reaches it - torch.X,
+#: torch.nn.functional.X, torch._C._nn.X, torch._C._VariableFunctions.X, torch.ops.aten.X[.overload],
+#: the _X / native_X / _native_X variants, Tensor methods: statically by those names (any module
+#: path that reaches them, getattr with the name), and in the learner's process by the operators
+#: the dispatcher runs during a graded call, in every thread (driver.py: the profiler's view).
+KERNELS: dict[str, tuple[str, ...]] = {
+    "softmax": ("softmax", "_softmax", "_safe_softmax", "_masked_softmax", "special_softmax", "_sparse_softmax",
+                "_nested_tensor_softmax_with_shape"),
+    "log_softmax": ("log_softmax", "_log_softmax", "special_log_softmax", "_sparse_log_softmax"),
+    "layer_norm": ("layer_norm", "native_layer_norm"),
+    "rms_norm": ("rms_norm", "_fused_rms_norm"),
+    "group_norm": ("group_norm", "native_group_norm"),
+    "batch_norm": ("batch_norm", "native_batch_norm", "_native_batch_norm_legit",
+                   "_native_batch_norm_legit_no_training", "_native_batch_norm_legit_functional",
+                   "_batch_norm_impl_index", "_batch_norm_with_update", "_batch_norm_with_update_functional",
+                   "_batch_norm_no_update", "cudnn_batch_norm", "miopen_batch_norm", "batch_norm_stats",
+                   "batch_norm_elemt", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",
+                   "batch_norm_update_stats", "quantized_batch_norm"),
+    "instance_norm": ("instance_norm",),
+    "gelu": ("gelu", "gelu_", "gelu_backward"),
+    "glu": ("glu",),
+    "scaled_dot_product_attention": (
+        "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+        "_scaled_dot_product_attention_math_for_mps", "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable",
+        "_flash_attention_forward", "_efficient_attention_forward", "_cudnn_attention_forward",
+        "_triton_scaled_dot_attention"),
+    "multi_head_attention": ("_native_multi_head_attention", "_triton_multi_head_attention"),
+    "cross_entropy": ("cross_entropy_loss",),
+    "nll_loss": ("nll_loss", "nll_loss_nd", "nll_loss_forward", "nll_loss2d", "nll_loss2d_forward"),
+    "cosine_embedding_loss": ("cosine_embedding_loss",),
+    "quantize_per_channel": ("quantize_per_channel", "_make_per_channel_quantized_tensor"),
+    "quantize_per_tensor": ("quantize_per_tensor", "quantize_per_tensor_dynamic", "_make_per_tensor_quantized_tensor"),
+    "fake_quantize_per_channel_affine": ("fake_quantize_per_channel_affine", "fake_quantize_per_channel_affine_cachemask",
+                                         "_fake_quantize_learnable_per_channel_affine"),
+    "fake_quantize_per_tensor_affine": ("fake_quantize_per_tensor_affine", "fake_quantize_per_tensor_affine_cachemask",
+                                        "_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",
+                                        "_fake_quantize_learnable_per_tensor_affine"),
+    "int_repr": ("int_repr",),
+    "dequantize": ("dequantize",),
+}
+_OP_FAMILY = {op: family for family, ops in KERNELS.items() for op in ops}
+# public names that are not their kernel family's name
+_FAMILY_ALIASES = {"softmin": "softmax", "multihead_attention": "multi_head_attention",
+                   "multi_head_attention_forward": "multi_head_attention"}
+
+
+def _snake(name: str) -> str:
+    """RMSNorm -> rms_norm, NLLLoss -> nll_loss, BatchNorm1d -> batch_norm1d."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def kernel_family(spec: str) -> str | None:
+    """The kernel family (a key of KERNELS) of a forbidden torch object "module:qualname", or None
+    (not torch's, or no single kernel does its job)."""
+    module, _, qualname = spec.partition(":")
+    if module.split(".")[0] != "torch":
+        return None
+    name = qualname.rsplit(".", 1)[-1]
+    name = _snake(name) if name[:1].isupper() else name
+    name = re.sub(r"_?[123]d$", "", name)
+    while True:
+        stripped = name.lstrip("_")
+        for prefix in ("native_", "lazy_", "sync_", "special_", "fused_"):
+            if stripped.startswith(prefix):
+                stripped = stripped[len(prefix):]
+        if stripped == name:
+            break
+        name = stripped
+    for candidate in (name, name[:-len("_loss")] if name.endswith("_loss") else None):
+        if candidate is None:
+            continue
+        candidate = _FAMILY_ALIASES.get(candidate, candidate)
+        if candidate in KERNELS:
+            return candidate
+        if candidate in _OP_FAMILY:
+            return _OP_FAMILY[candidate]
+    return None
+
+
+def kernels_for(forbidden) -> dict[str, str]:
+    """{ATen operator name: the forbidden object it stands for} of a forbidden list: every operator
+    of the kernel family of each forbidden torch object."""
+    public: dict[str, str] = {}
+    for spec in sorted(forbidden, key=lambda f: ("functional" not in f, len(f), f)):
+        family = kernel_family(spec)
+        if family is not None and family not in public:
+            public[family] = _dotted(spec)
+    return {op: public[family] for family in public for op in KERNELS[family]}
+
+
+def kernel_label(op: str, public: str) -> str:
+    """How feedback names a forbidden kernel: `aten::rms_norm (the kernel of torch.nn.functional.rms_norm)`."""
+    return f"aten::{op} (the kernel of {public})"
+
+
+_MISSING = object()
+
+
+def _canonical(path: str):
+    """(the path of the object that `path` names, the object or _MISSING): through the modules it
+    passes, so that `F.torch._C._nn.x` is `torch._C._nn.x` and a private module path ends where the
+    public one does. Only modules already imported here, and only what their (or their classes')
+    __dict__ holds: nothing is imported, no attribute hook runs."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        obj = sys.modules.get(".".join(parts[:i]))
+        if obj is not None:
+            break
+    else:
+        return path, _MISSING
+    name = getattr(obj, "__name__", None)
+    out = [name if isinstance(name, str) and name in sys.modules else ".".join(parts[:i])]
+    for j, part in enumerate(parts[i:], start=i):
+        try:
+            value = vars(obj).get(part, _MISSING) if isinstance(obj, (types.ModuleType, type)) else _MISSING
+        except TypeError:
+            value = _MISSING
+        if value is _MISSING:
+            return ".".join(out + parts[j:]), _MISSING
+        if isinstance(value, types.ModuleType) and isinstance(getattr(value, "__name__", None), str) \
+                and sys.modules.get(value.__name__) is value:
+            out = [value.__name__]
+        else:
+            out.append(part)
+        obj = value
+    return ".".join(out), obj
+
+
+def _identities(forbidden, root: str) -> dict[int, str]:
+    """{id(object): its label} of the forbidden objects of package `root` (imported here if need be:
+    our own list names them), so that a learner's private path to one of them
+    (`tokenizers.tokenizers.models.Unigram`, `torch.nn.modules.normalization.LayerNorm`) is it."""
+    found = {}
+    for spec in forbidden:
+        module, _, qualname = spec.partition(":")
+        if module.split(".")[0] != root:
+            continue
+        if module not in sys.modules:
+            try:
+                __import__(module)
+            except Exception:  # noqa: BLE001 - not installed here: nothing to compare with
+                continue
+        _, obj = _canonical(f"{module}.{qualname}")
+        if obj is not _MISSING and not isinstance(obj, (int, float, str, bool, type(None))):
+            found[id(obj)] = _dotted(spec)
+    return found
+
+
+def _tensor_methods(kernels) -> set[str]:
+    """The kernels that are also Tensor methods (`x.softmax`)."""
+    if not kernels:
+        return set()
+    import torch
+    return {op for op in kernels if op in vars(torch._C.TensorBase) or op in vars(torch.Tensor)}
 
 
 class Finding:
@@ -348,11 +543,18 @@ def _class_scope(cls, parent):
 # ------------------------------------------------------------------ the rules
 
 class _Rules:
-    def __init__(self, forbidden: list[str]):
+    def __init__(self, forbidden: list[str], references=()):
         self.dotted = {_dotted(f): f for f in forbidden}
         self.methods = {f.split(":", 1)[1].split(".", 1)[1] for f in forbidden if ":Tensor." in f}
         self.last = {f.rsplit(".", 1)[-1].split(":")[-1] for f in forbidden}
         self.modules = {_dotted(f).rsplit(".", 1)[0] for f in forbidden}
+        self.kernels = kernels_for(forbidden)
+        self.last |= set(self.kernels)
+        self.methods |= _tensor_methods(self.kernels)
+        self.forbidden = forbidden
+        self.roots = {f.split(".", 1)[0].split(":", 1)[0] for f in forbidden}
+        self.identities: dict[str, dict[int, str]] = {}
+        self.references = references
         self.findings: list[Finding] = []
 
     def hit(self, path: str | None) -> str | None:
@@ -373,12 +575,41 @@ class _Rules:
         if not path:
             return
         found = self.hit(path)
-        if found:
+        root = path.split(".", 1)[0]
+        if not found and root in self.roots and root not in self.identities:
+            self.identities[root] = _identities(self.forbidden, root)     # (imports what it names)
+        if not found and root in sys.modules:
+            canonical, obj = _canonical(path)
+            found = self.hit(canonical)
+            if not found and obj is not _MISSING:
+                for root in {path.split(".", 1)[0], canonical.split(".", 1)[0]} & self.roots:
+                    if root not in self.identities:
+                        self.identities[root] = _identities(self.forbidden, root)
+                    found = found or self.identities[root].get(id(obj))
+            if found and canonical != path and found != path:
+                found = f"{path} ({found})"
+            path = canonical
+        parts = path.split(".")
+        at = next((i for i, part in enumerate(parts) if i and part in self.kernels), None) \
+            if self.kernels and parts[0] == "torch" else None
+        if at is not None:    # (named up to the kernel: `torch.ops.aten.x.default` is `torch.ops.aten.x`)
+            self.add(f"{found or '.'.join(parts[:at + 1])}, which runs {kernel_label(parts[at], self.kernels[parts[at]])}",
+                     False)
+        elif found:
             self.add(found, False)
         for prefix in ESCAPE_PATHS:
             if path == prefix or path.startswith(prefix + "."):
                 self.add(prefix, True)
                 break
+
+    def copy(self, node) -> None:
+        """A function or class that is a copy of a forbidden one (names, docstrings, comments and
+        layout aside): the course's own, or a lesson cell's that the exercise forbids."""
+        if not self.references or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        found = copied_from(node, self.references)
+        if found:
+            self.add(f"a copy of {found}", False)
 
     def node(self, node, scope, scan_source) -> None:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -424,6 +655,161 @@ class _Rules:
                     scan_source(text, scope)
 
 
+# ------------------------------------------------------------------ copies of forbidden code
+
+COPY_RATIO = 0.85        # difflib's ratio of two definitions' normalised token sequences
+COPY_MIN_TOKENS = 40     # a smaller definition is what anyone would write: never a copy
+
+
+def _without_docstring(body: list) -> list:
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        return body[1:]
+    return body
+
+
+def _def_tokens(node) -> list[str]:
+    """A def or class as tokens that leave out what a copy changes without changing what it does:
+    its name, docstrings, annotations, comments and layout, the text of strings, and the names it
+    binds (parameters and locals, renamed in the order they are bound)."""
+    bound: dict[str, str] = {}
+    for n in _walk(node):
+        kind = type(n)
+        if kind is ast.arg:
+            bound.setdefault(n.arg, f"v{len(bound)}")
+        elif kind is ast.Name and type(n.ctx) is not ast.Load:
+            bound.setdefault(n.id, f"v{len(bound)}")
+        elif n is not node and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            bound.setdefault(n.name, f"v{len(bound)}")
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        kind = type(n)
+        if kind is ast.Name:
+            out.append(bound.get(n.id, n.id))
+            continue
+        if kind is ast.Constant:
+            out.append("<str>" if isinstance(n.value, (str, bytes)) else repr(n.value)[:24])
+            continue
+        if kind is ast.arg:
+            out.append(bound[n.arg])
+            continue
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            out.append(kind.__name__)
+            children = list(n.decorator_list) + [n.args] + _without_docstring(n.body)
+        elif kind is ast.ClassDef:
+            out.append("ClassDef")
+            children = list(n.bases) + _without_docstring(n.body)
+        elif kind is ast.AnnAssign:
+            out.append("Assign")
+            children = [n.target] + ([n.value] if n.value is not None else [])
+        else:
+            out.append("." + n.attr if kind is ast.Attribute else kind.__name__)
+            children = _children(n)
+        stack.extend(reversed(children))
+    return out
+
+
+def copied_from(node, references) -> str | None:
+    """The label of the reference definition that `node` copies, or None. `references`:
+    [(label, tokens)], tokens from _def_tokens."""
+    tokens = _def_tokens(node)
+    if len(tokens) < COPY_MIN_TOKENS:
+        return None
+    for label, reference in references:
+        shorter, longer = sorted((len(tokens), len(reference)))
+        if 2 * shorter < COPY_RATIO * (shorter + longer):   # the ratio cannot reach the threshold
+            continue
+        matcher = difflib.SequenceMatcher(None, tokens, reference, autojunk=False)
+        if matcher.quick_ratio() >= COPY_RATIO and matcher.ratio() >= COPY_RATIO:
+            return label
+    return None
+
+
+_REFERENCES: dict = {}
+
+
+def _source_definitions(source: str):
+    """The top-level defs and classes of `source` (a file, or a notebook cell: magics dropped)."""
+    try:
+        tree = ast.parse(source)
+    except _PARSE_ERRORS:
+        try:
+            tree = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                                       for line in source.splitlines()))
+        except _PARSE_ERRORS:
+            return []
+    return [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def _reference_entries(label: str, node) -> list[tuple[str, list[str]]]:
+    out = [(label, _def_tokens(node))]
+    if isinstance(node, ast.ClassDef):   # and each method of a class on its own
+        out += [(f"{label}.{m.name}", _def_tokens(m)) for m in node.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [(l, t) for l, t in out if len(t) >= COPY_MIN_TOKENS]
+
+
+def references_for(forbidden, exercise_id: str | None = None, uses=()) -> list[tuple[str, list[str]]]:
+    """The definitions a learner's code must not copy: each forbidden course_lib function or class
+    (read from its file), and the lesson's own defs and classes that are the graded object or a
+    forbidden one by name (a lesson cell pasted into the exercise)."""
+    key = (tuple(sorted(forbidden)), exercise_id, tuple(uses))
+    if key in _REFERENCES:
+        return _REFERENCES[key]
+    import importlib
+    import inspect
+    import textwrap
+    out: list[tuple[str, list[str]]] = []
+    names = set(uses)
+    for spec in sorted(forbidden):
+        module_name, _, qualname = spec.partition(":")
+        names.add(qualname.rsplit(".", 1)[-1])
+        if module_name.split(".")[0] != "course_lib":
+            continue
+        try:
+            obj = importlib.import_module(module_name)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+            node = _source_definitions(textwrap.dedent(inspect.getsource(obj)))
+        except Exception:  # noqa: BLE001 - a forbidden name that is not there: nothing to copy
+            continue
+        for n in node[:1]:
+            out += _reference_entries(_dotted(spec), n)
+    out += _lesson_references(exercise_id, names)
+    if len(_REFERENCES) > 32:
+        _REFERENCES.clear()
+    _REFERENCES[key] = out
+    return out
+
+
+def _lesson_references(exercise_id: str | None, names: set[str]) -> list[tuple[str, list[str]]]:
+    prefix = (exercise_id or "").split(".")[0]
+    if not prefix.isdigit():
+        return []
+    try:
+        import json
+
+        from .manifest import LESSONS
+        lesson = next((l for l in LESSONS if l.number == int(prefix)), None)
+        if lesson is None or not lesson.notebook.exists():
+            return []
+        cells = json.loads(lesson.notebook.read_text(encoding="utf-8"))["cells"]
+    except Exception:  # noqa: BLE001 - no lesson notebook here: nothing to compare with
+        return []
+    out = []
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        for node in _source_definitions(source):
+            if node.name in names:
+                out += _reference_entries(f"the lesson's {node.name}", node)
+    return out
+
+
 def _magic_sources(node) -> list[tuple[str, str]]:
     """Python source inside `get_ipython().run_cell_magic('time', '', 'body')` and line magics."""
     out = []
@@ -455,9 +841,10 @@ def _parse(source: str, transform=None) -> list[ast.stmt]:
         return []
 
 
-def _scan(statements, module_scope, forbidden: list[str]) -> list[Finding]:
-    """Findings in `statements`, each name resolved in the scope where it is used."""
-    rules = _Rules(forbidden)
+def _scan(statements, module_scope, forbidden: list[str], references=()) -> list[Finding]:
+    """Findings in `statements`, each name resolved in the scope where it is used; a def or class
+    among them that copies one of `references` (see references_for) is a finding too."""
+    rules = _Rules(forbidden, references)
     work = [(stmt, module_scope, module_scope) for stmt in reversed(statements)]
 
     def scan_source(text, scope):
@@ -467,6 +854,8 @@ def _scan(statements, module_scope, forbidden: list[str]) -> list[Finding]:
     while work:
         root, scope, outer = work.pop()
         for node in _own_nodes(root):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                rules.copy(node)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 child = _function_scope(node, outer)
                 work.extend((part, child, child) for part in reversed(_body(node)))
@@ -479,7 +868,7 @@ def _scan(statements, module_scope, forbidden: list[str]) -> list[Finding]:
 
 def scan(statements, aliases, forbidden: list[str]) -> list[Finding]:
     """Findings in `statements` given module-level `aliases` (name -> imported path)."""
-    return _scan(list(statements), dict(aliases), forbidden)
+    return _scan(list(statements), dict(aliases), forbidden, references_for(forbidden))
 
 
 # ------------------------------------------------------------------ which code a graded object depends on
@@ -595,14 +984,16 @@ def _analysis(learner_sources, official_sources, transform) -> _Analysis:
 
 
 def static_findings(learner_sources: list[str], official_sources: list[str], uses, forbidden: list[str],
-                    transform=None) -> list[Finding]:
+                    transform=None, exercise_id: str | None = None) -> list[Finding]:
     """Findings in the code that the objects named in `uses` depend on (see module docstring).
-    Linear in the size of the code; the parsed cells are shared by the items of one notebook."""
+    Linear in the size of the code; the parsed cells are shared by the items of one notebook.
+    With `exercise_id`, a copy of the lesson's own def of a graded or forbidden name counts too."""
     analysis = _analysis(learner_sources, official_sources, transform)
+    references = references_for(forbidden, exercise_id, uses)
     # (module-level statements that define nothing, e.g. `builtins.f = course_lib...`, are left to
     # the dynamic trip-wires, so that a learner may compare with the course's version in a cell)
     with _no_gc():
-        return _scan(analysis.closure(uses), collections.ChainMap({}, analysis.scope), forbidden)
+        return _scan(analysis.closure(uses), collections.ChainMap({}, analysis.scope), forbidden, references)
 
 
 
@@ -628,7 +1019,7 @@ def shortcut_feedback(exercise_id: str, learner_sources: list[str], official_sou
     """The one verdict on shortcuts, shared by `course grade` and the notebook's `check(...)`
     (hence `course check`): None, or the feedback of an item that is not graded."""
     findings = static_findings(learner_sources, official_sources, uses, forbidden_for(exercise_id, declared),
-                               transform)
+                               transform, exercise_id)
     if not findings:
         return None
     what = ", ".join(dict.fromkeys(f.what for f in findings))

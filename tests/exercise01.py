@@ -20,9 +20,10 @@ def _answers(stem: str) -> list[str]:
     return [solution[c.id] for c in exercise.cells if "answer" in c.metadata.get("tags", [])]
 
 
-(ANSWER,) = _answers(EXERCISE.name)
+ANSWER = _answers(EXERCISE.name)[0]     # the function's cell (the written answer's cell comes last)
 FN = next(n.name for n in ast.parse(ANSWER).body if isinstance(n, ast.FunctionDef))
-ITEMS = [i for c in nbformat.read(EXERCISE, as_version=4).cells for i in GRADE_CALL.findall(c.source)]
+ITEMS = [i for c in nbformat.read(EXERCISE, as_version=4).cells for i in GRADE_CALL.findall(c.source)
+         if not load_all()[i].manual]
 POINTS = {i: load_all()[i].points for i in ITEMS}
 MAX = sum(POINTS.values())
 UNMASKED, MASKED, FULLY_MASKED = ITEMS      # the three items, in the notebook's order

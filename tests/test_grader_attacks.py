@@ -1,5 +1,6 @@
 """Adversarial submissions: each attack class of issue 9 and the score it must get, plus the
-honest variants (magics, added helper cells, renamed files) that must get full marks.
+honest variants (magics, added helper cells, renamed files) that must get full marks. (The kernel
+escapes of issue 31 on exercises 07-25 are in test_shortcut_kernels.py.)
 
 All submissions are graded once, in parallel, with short limits (a hostile item must cost its
 per-item limit, not the outer one); the tests then read the reports."""
@@ -72,6 +73,16 @@ def _attacks(victim: Path, course_victim: Path):
         "builtin-method": _notebook(EX00, "def softmax(x):\n    return x.softmax(dim=-1)\n"),
         "builtin-dynamic": _notebook(EX00, "import builtins, torch\nbuiltins.sm = torch.softmax\n"
                                      "def softmax(x):\n    return sm(x, dim=-1)\n"),
+        # --- the kernel behind a forbidden built-in, reached where no name shows (issue 31): from a
+        # worker thread started outside the graded code, through a dict of torch.ops.aten overloads
+        "builtin-thread": _notebook(EX00, "import queue, threading, torch\n"
+                                    "_jobs, _done = queue.Queue(), queue.Queue()\n"
+                                    "def _serve():\n    while True:\n        _done.put(torch.softmax(_jobs.get(), dim=-1))\n"
+                                    "threading.Thread(target=_serve, daemon=True).start()\n"
+                                    "def softmax(x):\n    _jobs.put(x)\n    return _done.get()\n"),
+        "builtin-ops-aten": _notebook(EX00, "import torch\n_K = {}\n"
+                                      "_K.update(sm=getattr(torch.ops.aten, '_soft' + 'max').default)\n"
+                                      "def softmax(x):\n    return _K['sm'](x, -1, False)\n"),
         # --- monkeypatching torch or the grading helpers in the learner's process
         "patch-torch": _notebook(EX01, WRONG + "import torch\ntorch.allclose = lambda *a, **k: True\n"
                                  "torch.Tensor.__eq__ = lambda *a: True\n"),
@@ -214,7 +225,8 @@ def _points(report):
 
 
 ZERO = ["reference-import", "reference-alias", "reference-importlib", "reference-dynamic", "builtin-F",
-        "builtin-softmax", "builtin-method", "builtin-dynamic", "patch-torch", "patch-grading",
+        "builtin-softmax", "builtin-method", "builtin-dynamic", "builtin-thread", "builtin-ops-aten",
+        "patch-torch", "patch-grading",
         "frame-introspection", "gc-introspection", "tensor-subclass", "list-subclass", "signal-loop",
         "long-c-call", "memory-flood", "reply-flood", "write-files", "forged-pipe", "forged-stdout"]
 
@@ -236,6 +248,8 @@ def test_attack_scores_zero(graded, name):
                                         ("builtin-softmax", "torch.softmax"),
                                         ("builtin-method", "Tensor.softmax"),
                                         ("builtin-dynamic", "asks you not to use"),
+                                        ("builtin-thread", "aten::softmax (the kernel of torch.nn.functional.softmax)"),
+                                        ("builtin-ops-aten", "aten::_softmax (the kernel of torch.nn.functional.softmax)"),
                                         ("signal-loop", "longer than"),
                                         ("long-c-call", "longer than")])
 def test_feedback_says_why(graded, name, words):

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_tuple
+from ..grading import CheckFailed, exercise, expect, expect_close, expect_tuple, written
 
 
 def reference(q, k, v, mask=None):
@@ -113,3 +113,16 @@ def check_fully_masked(fn, rng):
     got = lse[1, 2].item()
     expect(got == float("-inf"), f"[{case}] lse of that row: expected -inf (the log of an empty sum), got {got}")
     _compare(fn, (q, k, v, mask, 4), "the other rows of the same batch")
+
+
+written("01.written", points=2, rubric=(
+    "q·k sums d_k products of independent components: with unit variance its variance is d_k, so the "
+    "scores spread like √d_k; dividing by √d_k brings the variance back to 1 (σ_q²σ_k² in general)",
+    "unscaled, large d_k saturates the softmax: one key takes almost all the weight (largest weight about "
+    "0.95 of 64 at d_k = 1024)",
+    "the cost is the gradient, not overflow: the softmax Jacobian diag(p) - ppᵀ is nearly zero for most "
+    "queries, so the gradient reaching q and k is heavy-tailed (most queries starved, a few get large ones)",
+    "dividing by d_k over-corrects: the softmax goes nearly uniform and the gradient shrinks with d_k",
+    "the argument holds at initialisation (unit-variance inputs): training can move the variance, which is "
+    "why some models add QK-norm",
+))

@@ -1,12 +1,13 @@
 """Graded checks for lesson 13: the Unigram language model's segmentation (Viterbi) and its marginal
-likelihood (log-sum-exp over all segmentations). The references are written here."""
+likelihood (log-sum-exp over all segmentations), and BPE's own encoder (its merges replayed in order, which
+BERT's greedy longest match does not reproduce). The references are written here."""
 import math
 import numbers
 import random
 
 import torch
 
-from ..grading import CheckFailed, exercise, randint
+from ..grading import CheckFailed, exercise, randint, written
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 UNICODE = "éàüöçñßøαβγδεζλ中文字词语句"
@@ -185,3 +186,134 @@ def check_likelihood(fn, rng):
         vocab = _vocab(r, alphabet, r.randint(5, 15), low=-800.0, high=-300.0)
         _compare_likelihood(fn, _word(r, alphabet, vocab), vocab,
                             f"very small log-probabilities (-800 .. -300; exp underflows) {case}")
+
+
+# ---------------------------------------------------------------- 13.bpe-encode: BPE replays its merges
+
+def bpe_reference(word, merges):
+    symbols = list(word)
+    for a, b in merges:
+        symbols = _merge_once(symbols, a, b)
+    return symbols
+
+
+def _greedy_over_merges(word, merges):
+    """BERT-style greedy longest match over the same vocabulary (characters + merged pieces), no ##."""
+    vocab = set(word) | {a + b for a, b in merges}
+    return _greedy(word, vocab, "[UNK]")
+
+
+def _first_occurrence_only(word, merges):
+    symbols = list(word)
+    for a, b in merges:
+        for i in range(len(symbols) - 1):
+            if symbols[i] == a and symbols[i + 1] == b:
+                symbols[i:i + 2] = [a + b]
+                break
+    return symbols
+
+
+def _longest_merge_first(word, merges):
+    return bpe_reference(word, sorted(merges, key=lambda m: -len(m[0] + m[1])))
+
+
+_BPE_HINTS = (
+    (_greedy_over_merges, "that is BERT's greedy longest match over the same vocabulary; BPE replays its merges "
+                          "in the order it learned them, and an early merge can block a longer piece"),
+    (_first_occurrence_only, "each merge applies to every occurrence of its pair in the word, not only the first"),
+    (_longest_merge_first, "the merges were applied longest piece first; BPE applies them in the order they were "
+                           "learned"),
+)
+
+
+def train_merges(words, n_merges):
+    """BPE training on `words` (a word -> count dict): the most frequent adjacent pair, ties to the smallest
+    pair; a pair whose merged string already exists is skipped (every piece is built once)."""
+    segs = {w: list(w) for w in words}
+    symbols = {c for w in words for c in w}
+    merges = []
+    for _ in range(n_merges):
+        counts = {}
+        for w, s in segs.items():
+            for pair in zip(s, s[1:]):
+                counts[pair] = counts.get(pair, 0) + words[w]
+        candidates = sorted((p for p in counts if p[0] + p[1] not in symbols), key=lambda p: (-counts[p], p))
+        if not candidates:
+            break
+        a, b = candidates[0]
+        merges.append((a, b))
+        symbols.add(a + b)
+        segs = {w: _merge_once(s, a, b) for w, s in segs.items()}
+    return merges
+
+
+def _merge_once(symbols, a, b):
+    out, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+            out.append(a + b)
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
+
+
+def _compare_bpe(fn, word, merges, case):
+    got = fn(word, [tuple(m) for m in merges])
+    if isinstance(got, tuple):
+        got = list(got)
+    if not isinstance(got, list):
+        raise CheckFailed(f"[{case}] return a list of pieces, got {type(got).__name__}")
+    expected = bpe_reference(word, merges)
+    if got == expected:
+        return
+    shown = f"word {word!r}, merges {merges if len(merges) <= 12 else merges[:12] + ['...']}"
+    hint = ""
+    if all(isinstance(p, str) for p in got) and "".join(got) != word:
+        hint = " - the pieces must spell the whole word, in order"
+    else:
+        hint = next((f" - {why}" for variant, why in _BPE_HINTS if variant(word, merges) == got), "")
+    raise CheckFailed(f"[{case}] {shown}: expected {expected}, got {got}{hint}")
+
+
+@exercise("13.bpe-encode", points=2, uses="bpe_encode", forbids=_SHORTCUTS + (
+        "course_lib.tokenization:bpe_encode_word", "course_lib.tokenization:_bpe_encode_word",
+        "course_lib.tokenization:train_bpe", "course_lib.tokenization:train_wordpiece"))
+def check_bpe_encode(fn, rng):
+    """BPE's own segmentation: its merges replayed in order, on merges trained on hidden random corpora."""
+    _compare_bpe(fn, "abc", [("b", "c"), ("a", "b")], "worked example")
+    lower = [("l", "o"), ("lo", "w"), ("e", "r"), ("low", "er")]
+    _compare_bpe(fn, "lower", lower, "a merge built from earlier merges")
+    _compare_bpe(fn, "lowest", lower, "a word only partly covered by the merges")
+    _compare_bpe(fn, "aaa", [("a", "a")], "overlapping occurrences: left to right")
+    _compare_bpe(fn, "aaaaa", [("a", "a"), ("aa", "aa")], "repeated pairs")
+    _compare_bpe(fn, "x", lower, "one character")
+    _compare_bpe(fn, "", lower, "the empty word")
+    r = _python_rng(rng)
+    for case in range(25):
+        alphabet = "".join(r.sample(UNICODE if case % 5 == 4 else LETTERS, r.randint(2, 5)))
+        stems = ["".join(r.choice(alphabet) for _ in range(r.randint(2, 4))) for _ in range(4)]
+        corpus = {}
+        for _ in range(r.randint(4, 12)):
+            w = "".join(r.choice(stems) for _ in range(r.randint(1, 3)))
+            corpus[w] = corpus.get(w, 0) + r.randint(1, 20)
+        merges = train_merges(corpus, r.randint(3, 20))
+        word = r.choice(list(corpus)) if case % 2 else "".join(r.choice(stems + list(alphabet)) for _ in range(r.randint(1, 5)))
+        _compare_bpe(fn, word, merges, f"random corpus {case} ({len(merges)} merges)")
+
+
+written("13.written", points=2, rubric=(
+    "both learn bottom-up from characters by merging adjacent pairs: BPE merges the most frequent pair; "
+    "WordPiece (as usually described) the pair with the highest f(ab) / (f(a) f(b)), which favours pairs of rare "
+    "symbols (the likelihood-gain description is a different rule: say which one you mean)",
+    "they encode differently: BPE replays its merges in the learned order; BERT's WordPiece ignores the merges "
+    "and takes the longest vocabulary piece from the left (## marks a continuation), and a word with no "
+    "matching piece becomes [UNK] as a whole",
+    "subwords make unknown tokens almost disappear (only a character never seen in training gives [UNK]; a "
+    "word-level vocabulary of the same size misses several percent of held-out words), at the price of more "
+    "tokens per word",
+    "ULM (unigram language model) goes the other way: a probability per piece, start from a large vocabulary and "
+    "prune the pieces that cost the least likelihood; segment by the most probable segmentation (Viterbi), and "
+    "segmentations can be sampled (subword regularisation; SentencePiece: T5, ALBERT, XLNet)",
+))

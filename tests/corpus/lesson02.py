@@ -1,74 +1,94 @@
-"""Exercise 02 (fused Q/K/V projections): wrong answers a learner writes, and honest alternatives."""
+"""Exercise 02 (W_Q ≠ W_K built by hand for any relation; how far one shared matrix gets on mutual pairs,
+predicted and built): wrong answers a learner writes from the task text, and honest alternatives.
+
+Answer cells: 0 look_elsewhere, 1 predicted_shared_wins, 2 best_shared, 3 the written answer."""
 from . import Honest, Mistake
 
-_FUSE = "import torch\nfrom torch import nn\n\ndef fuse_qkv(q_proj, k_proj, v_proj):\n"
-_ATT = "import math\nimport torch\n\ndef fused_self_attention(x, weight, bias, mask=None):\n"
+_L = "import math\nimport torch\n\ndef look_elsewhere(x, target):\n"
+_B = "import torch\n\ndef best_shared(x, pairs):\n"
 
 
-def _fuse(weight="torch.cat([p.weight for p in parts], dim=0)",
-          bias="torch.cat([p.bias if p.bias is not None else torch.zeros(p.out_features) for p in parts])",
-          parts="(q_proj, k_proj, v_proj)"):
-    return (_FUSE + f"    parts = {parts}\n"
-            "    fused = nn.Linear(q_proj.in_features, sum(p.out_features for p in parts))\n"
-            "    with torch.no_grad():\n"
-            f"        fused.weight.copy_({weight})\n"
-            f"        fused.bias.copy_({bias})\n"
-            "    return fused\n")
+def _look(wanted="wanted[torch.arange(T), target] = 1.0", c="20.0 * math.sqrt(T)",
+          ret="x_pinv @ wanted * c, x_pinv", inverse="torch.linalg.pinv(x)"):
+    return {0: _L + "    T = x.shape[0]\n"
+            "    wanted = torch.zeros(T, T)\n"
+            f"    {wanted}\n"
+            f"    c = {c}\n"
+            f"    x_pinv = {inverse}\n"
+            f"    return {ret}\n"}
 
 
-def _att(project="x @ weight + bias", split="projected.split(d_head, dim=-1)", scale="math.sqrt(d_head)",
-         fill="torch.finfo(scores.dtype).min", zero=True, order="q, k, v"):
-    return (_ATT + "    d_head = weight.shape[1] // 3\n"
-            f"    projected = {project}\n"
-            f"    {order} = {split}\n"
-            f"    scores = q @ k.transpose(-2, -1) / {scale}\n"
-            "    if mask is not None:\n"
-            f"        scores = scores.masked_fill(~mask, {fill})\n"
-            "    w = scores.softmax(-1)\n"
-            + ("    if mask is not None:\n        w = w.masked_fill(~mask, 0.0)\n" if zero else "")
-            + "    return w @ v, w\n")
+def _best(short="1.0", long="2.0", axis="torch.arange(m)", ret="torch.linalg.pinv(x) @ y"):
+    return {2: _B + "    T, m = x.shape[0], pairs.shape[0]\n"
+            "    y = torch.zeros(T, m)\n"
+            f"    y[pairs[:, 0], {axis}] = {short}\n"
+            f"    y[pairs[:, 1], {axis}] = {long}\n"
+            f"    return {ret}\n"}
 
 
 MISTAKES = [
-    Mistake("02.fuse-qkv", "order-k-q-v", {0: _fuse(parts="(k_proj, q_proj, v_proj)")}, "q, k, v"),
-    Mistake("02.fuse-qkv", "crashes-without-bias", {0: _fuse(bias="torch.cat([p.bias for p in parts])")}, "raised"),
-    Mistake("02.fuse-qkv", "drops-the-biases", {0: _fuse(bias="torch.zeros(fused.out_features)")}, "differs"),
-    Mistake("02.fuse-qkv", "stacks-along-inputs",
-            {0: _FUSE + "    parts = (q_proj, k_proj, v_proj)\n"
-                "    fused = nn.Linear(3 * q_proj.in_features, q_proj.out_features)\n"
-                "    with torch.no_grad():\n        fused.weight.copy_(torch.cat([p.weight for p in parts], dim=1))\n"
-                "    return fused\n"}, "different widths"),
-    Mistake("02.fused-forward", "scale-by-d-model", {1: _att(scale="math.sqrt(x.shape[-1])")}, "√d_head"),
-    Mistake("02.fused-forward", "linear-layout", {1: _att(project="x @ weight.T + bias")}, "weight (12, 9)"),
-    Mistake("02.fused-forward", "interleaved-split",
-            {1: _att(split="projected.unflatten(-1, (d_head, 3)).unbind(-1)")}, "differs"),
-    Mistake("02.fused-forward", "order-v-k-q", {1: _att(order="v, k, q")}, "q, k, v in that order"),
-    Mistake("02.fused-masked", "inverted-mask", {1: _att(fill="torch.finfo(scores.dtype).min").replace("~mask", "mask")},
-            "may attend"),
-    Mistake("02.fused-masked", "minus-inf-fill-nan", {1: _att(fill="float('-inf')", zero=False)}, "NaN"),
-    Mistake("02.fused-masked", "fully-masked-row-not-zeroed", {1: _att(zero=False)}, "every key masked"),
+    # 02.look-elsewhere: the construction
+    Mistake("02.look-elsewhere", "one-matrix-for-both", _look(ret="x_pinv @ wanted * c, x_pinv @ wanted * c"),
+            "Gram matrix"),
+    Mistake("02.look-elsewhere", "raw-attention", {0: _L + "    eye = torch.eye(x.shape[1])\n    return eye, eye\n"},
+            "Gram matrix"),
+    Mistake("02.look-elsewhere", "assumes-one-hot-tokens", {0: _L +
+            "    T, d = x.shape\n"
+            "    w_q = torch.zeros(d, T)\n"
+            "    w_q[torch.arange(T), target] = 20.0 * math.sqrt(T)\n"
+            "    return w_q, torch.eye(d, T)\n"}, "one-hot tokens"),
+    Mistake("02.look-elsewhere", "transpose-for-inverse", _look(inverse="x.T"), "one-hot tokens"),
+    Mistake("02.look-elsewhere", "relation-backwards", _look(wanted="wanted[target, torch.arange(T)] = 1.0"),
+            "backwards"),
+    Mistake("02.look-elsewhere", "no-margin", _look(c="1.0"), "not by enough"),
+    # 02.shared-bound: the prediction
+    Mistake("02.shared-bound", "as-many-as-separate", {1: "predicted_shared_wins = 10\n"}, "W_Q ≠ W_K"),
+    Mistake("02.shared-bound", "self-always-wins", {1: "predicted_shared_wins = 0\n"}, "plural"),
+    Mistake("02.shared-bound", "somewhere-between", {1: "predicted_shared_wins = 7\n"}, "Cauchy-Schwarz"),
+    Mistake("02.shared-bound", "not-a-number", {1: "predicted_shared_wins = 'five'\n"}, "a number"),
+    # 02.shared-best: the best shared matrix
+    Mistake("02.shared-best", "equal-lengths-tie", _best(long="1.0"), "neither token"),
+    Mistake("02.shared-best", "orthogonal-partners", {2: _B +
+            "    y = torch.eye(x.shape[0])\n    return torch.linalg.pinv(x) @ y\n"}, "neither token"),
+    Mistake("02.shared-best", "every-pair-on-one-axis", _best(axis="0"), "neither token"),
+    Mistake("02.shared-best", "returns-two-matrices", _best(ret="torch.linalg.pinv(x) @ y, torch.linalg.pinv(x) @ y"),
+            "one matrix"),
 ]
 
 HONEST = [
-    Honest("einsum-and-linear", {
-        0: _FUSE + "    ws, bs = [], []\n    for p in (q_proj, k_proj, v_proj):\n        ws.append(p.weight.detach())\n"
-               "        bs.append(p.bias.detach() if p.bias is not None else p.weight.new_zeros(p.out_features))\n"
-               "    fused = nn.Linear(ws[0].shape[1], sum(w.shape[0] for w in ws))\n"
-               "    fused.weight = nn.Parameter(torch.cat(ws).clone())\n    fused.bias = nn.Parameter(torch.cat(bs).clone())\n"
-               "    return fused\n",
-        1: "import math\nimport torch\nimport torch.nn.functional as F\n\n"
-           "def fused_self_attention(x, weight, bias, mask=None):\n"
-           "    d = weight.shape[1] // 3\n    p = F.linear(x, weight.T, bias)\n"
-           "    q, k, v = p[..., :d], p[..., d:2 * d], p[..., 2 * d:]\n"
-           "    s = torch.einsum('btd,bsd->bts', q, k) / math.sqrt(d)\n"
-           "    if mask is not None:\n        s = s.masked_fill(~mask, float('-inf'))\n"
-           "    w = torch.nan_to_num(s.softmax(-1), nan=0.0)\n    return torch.einsum('bts,bsd->btd', w, v), w\n"}),
-    Honest("float64-loop-helper", {
-        1: "import math\nimport torch\n\ndef _softmax_rows(s):\n    m = s.amax(-1, keepdim=True).clamp_min(-1e300)\n"
-           "    e = (s - m).exp()\n    return e / e.sum(-1, keepdim=True).clamp_min(1e-300)\n\n"
-           "def fused_self_attention(x, weight, bias, mask=None):\n"
-           "    d = weight.shape[1] // 3\n    p = x.double() @ weight.double() + bias.double()\n"
-           "    q, k, v = p.chunk(3, dim=-1)\n    s = q @ k.transpose(-1, -2) / math.sqrt(d)\n"
-           "    if mask is not None:\n        s = s.masked_fill(~mask, float('-inf'))\n"
-           "    w = _softmax_rows(s)\n    return (w @ v).to(x.dtype), w.to(x.dtype)\n"}),
+    Honest("lstsq-wide-dk-swapped-roles", {
+        0: "import torch\n\ndef look_elsewhere(x, target):\n"
+           "    T, d = x.shape\n"
+           "    # solve x @ W_K = E (first T coordinates), x @ W_Q = 12 * E P: any d_k >= T works\n"
+           "    E = torch.eye(T, d, dtype=torch.float64)\n"
+           "    P = torch.nn.functional.one_hot(target, d).double()\n"
+           "    w_k = torch.linalg.lstsq(x.double(), E).solution\n"
+           "    w_q = torch.linalg.lstsq(x.double(), 12.0 * d ** 0.5 * P).solution\n"
+           "    return w_q, w_k\n",
+        1: "predicted_shared_wins = 5.0\n",
+        2: "import torch\n\ndef best_shared(x, pairs):\n"
+           "    T, m = x.shape[0], pairs.shape[0]\n"
+           "    y = torch.zeros(T, m, dtype=torch.float64)\n"
+           "    for p, (a, b) in enumerate(pairs.tolist()):\n"
+           "        y[a, p], y[b, p] = 3.0, 1.0      # now b is the short one and wins\n"
+           "    return torch.linalg.lstsq(x.double(), y).solution\n",
+    }),
+    Honest("rotated-keys-float64-tensor-prediction", {
+        0: "import math\nimport torch\n\ndef look_elsewhere(x, target):\n"
+           "    T = x.shape[0]\n"
+           "    g = torch.Generator().manual_seed(1)\n"
+           "    R, _ = torch.linalg.qr(torch.randn(T, T, generator=g, dtype=torch.float64))   # any rotation\n"
+           "    inv = torch.linalg.pinv(x.double())                                            # (d_model, T)\n"
+           "    P = torch.zeros(T, T, dtype=torch.float64)\n"
+           "    P[range(T), target.tolist()] = 1\n"
+           "    return inv @ (50 * P) @ R, inv @ R        # q kᵀ = 50 P R Rᵀ = 50 P\n",
+        1: "import torch\npredicted_shared_wins = torch.tensor(5)\n",
+        2: "import torch\n\ndef best_shared(x, pairs):\n"
+           "    T, m = x.shape[0], pairs.shape[0]\n"
+           "    basis = torch.eye(T, dtype=torch.float64)[:, :m]\n"
+           "    y = torch.zeros(T, m, dtype=torch.float64)\n"
+           "    y[pairs[:, 0]] = 0.5 * basis[:m]\n"
+           "    y[pairs[:, 1]] = 0.8 * basis[:m]\n"
+           "    return torch.linalg.pinv(x.double()) @ y\n",
+    }),
 ]

@@ -1,4 +1,6 @@
-"""Exercise 11 (self-attention with a key/value cache): wrong answers and honest alternatives."""
+"""Exercise 11 (self-attention with a key/value cache; the per-position gap between one parallel pass and
+generation): wrong answers and honest alternatives. Answer cells: 0 cached_self_attention, 1 the prediction,
+2 stepwise_gap, 3 the written answer."""
 from . import Honest, Mistake
 
 _HEAD = ("import math\nimport torch\nimport torch.nn.functional as F\n\n"
@@ -14,6 +16,15 @@ _END = ("    out = (w @ v).transpose(1, 2).reshape(B, n, -1)\n    return attn.ou
 def _answer(split=_SPLIT, qkv=_QKV, scores="    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n",
             mask=_MASK, weights="    w = s.masked_fill(future, float('-inf')).softmax(-1)\n", end=_END):
     return _HEAD + split + qkv + scores + mask + weights + end
+
+
+
+def _gap(alone="attn(seen, seen, seen, mask=sub)[0][:, t]", sub="None if mask is None else mask[:t + 1, :t + 1]",
+         reduce="(parallel[:, t] - alone).abs().max()"):
+    return {2: ("import torch\n\ndef stepwise_gap(attn, x, mask=None):\n    T = x.shape[1]\n"
+                "    parallel = attn(x, x, x, mask=mask)[0]\n    gaps = []\n    for t in range(T):\n"
+                f"        seen = x[:, :t + 1]\n        sub = {sub}\n        alone = {alone}\n"
+                f"        gaps.append({reduce})\n    return torch.stack(gaps)\n")}
 
 
 MISTAKES = [
@@ -43,6 +54,15 @@ MISTAKES = [
             "differs"),
     Mistake("11.kv-cache-chunk", "prefill-tril-only",
             {0: _answer(mask="    future = torch.ones(n, t + n).triu(1).bool()\n")}, "top-left"),
+    Mistake("11.stepwise-gap", "compares-the-prefix-pass-first-position",
+            _gap(alone="attn(seen, seen, seen, mask=sub)[0][:, 0]"), "position 0 of the prefix pass"),
+    Mistake("11.stepwise-gap", "mask-corner-from-the-end",
+            _gap(sub="None if mask is None else mask[-(t + 1):, -(t + 1):]"), "first t + 1 rows"),
+    Mistake("11.stepwise-gap", "mean-not-max", _gap(reduce="(parallel[:, t] - alone).abs().mean()"),
+            "mean |difference|"),
+    Mistake("11.stepwise-gap", "mask-rows-only", _gap(sub="None if mask is None else mask[:t + 1]"), "raised"),
+    Mistake("11.stepwise-gap", "generation-sees-the-whole-sequence",
+            _gap(alone="attn(x, x, x, mask=mask)[0][:, t]"), "expected"),
 ]
 
 HONEST = [
@@ -67,5 +87,18 @@ HONEST = [
            "        w = torch.softmax(s, dim=-1)\n"
            "        outs.append(torch.einsum('bhk,bhke->bhe', w, v[:, :, :t + i + 1].double()).to(x_new.dtype))\n"
            "    o = torch.stack(outs, dim=2)\n"
-           "    return attn.out_proj(torch.einsum('bhne->bnhe', o).reshape(B, n, d)), (k, v)\n"}),
+           "    return attn.out_proj(torch.einsum('bhne->bnhe', o).reshape(B, n, d)), (k, v)\n",
+        2: "import torch\n\ndef stepwise_gap(attn, x, mask=None):\n"
+           "    # one row of the result per position: the parallel pass vs the prefix that exists at time t\n"
+           "    B, T, d = x.shape\n    allowed = torch.ones(T, T, dtype=torch.bool) if mask is None else mask\n"
+           "    together = attn(x, x, x, mask=allowed[None, None])[0]\n"
+           "    return [float((together[:, t] - attn(x[:, :t + 1], x[:, :t + 1], x[:, :t + 1],\n"
+           "                   mask=allowed[None, None, :t + 1, :t + 1])[0][:, -1]).abs().amax()) for t in range(T)]\n"}),
+    Honest("gaps-as-a-float64-tensor-with-amax", {
+        1: "predicted_agreeing_positions = 'none'   # a wrong prediction is shown, not graded\n",
+        2: "import torch\n\ndef stepwise_gap(attn, x, mask=None):\n    T = x.shape[1]\n"
+           "    out = torch.zeros(T, dtype=torch.float64)\n    full = attn(x, x, x, mask)[0]\n"
+           "    for t in range(T - 1, -1, -1):\n        m = mask if mask is None else mask[: t + 1, : t + 1]\n"
+           "        y = attn(x[:, : t + 1], x[:, : t + 1], x[:, : t + 1], m)[0]\n"
+           "        out[t] = torch.amax(torch.abs(full[:, t, :] - y[:, -1, :]))\n    return out\n"}),
 ]

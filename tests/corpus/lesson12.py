@@ -1,4 +1,5 @@
-"""Exercise 12 (factorised vocabulary matrix tied at both ends): wrong answers and honest alternatives."""
+"""Exercise 12 (factorised vocabulary matrix tied at both ends; the parameters it saves): wrong answers and
+honest alternatives. Answer cells: 0 FactorizedTiedVocab, 1 parameters_saved, 2 the written answer."""
 from . import Honest, Mistake
 
 _INIT = ("import math\nimport torch\nfrom torch import nn\n\nclass FactorizedTiedVocab(nn.Module):\n"
@@ -13,6 +14,12 @@ _LOG = "    def logits(self, h):\n        return self.project_out(h) @ self.word
 
 def _module(init=_INIT, forward=_FWD, logits=_LOG):
     return {0: init + forward + logits}
+
+
+
+def _saved(body):
+    return {1: "def parameters_saved(vocab_size, embed_dim, hidden_dim):\n"
+               "    V, E, H = vocab_size, embed_dim, hidden_dim\n" + body}
 
 
 MISTAKES = [
@@ -48,6 +55,17 @@ MISTAKES = [
             _module(logits="    def logits(self, h):\n"
                            "        return self.project_out(h) @ self.word.weight.data.T + self.output_bias\n"),
             "gradient"),
+    Mistake("12.parameters-saved", "baseline-output-layer-without-bias",
+            _saved("    return (V * H + H * V) - (V * E + E * H + H + H * E + E + V)\n"), "has a bias"),
+    Mistake("12.parameters-saved", "projections-without-biases",
+            _saved("    return (V * H + H * V + V) - (V * E + 2 * E * H + V)\n"), "project_in and project_out have biases"),
+    Mistake("12.parameters-saved", "factorised-matrix-counted-at-both-ends",
+            _saved("    return (V * H + H * V + V) - (2 * V * E + E * H + H + H * E + E + V)\n"), "holds its V x E matrix once"),
+    Mistake("12.parameters-saved", "only-what-tying-saves", _saved("    return V * H\n"), "tying alone"),
+    Mistake("12.parameters-saved", "factorised-minus-untied", _saved(
+        "    return (V * E + E * H + H + H * E + E + V) - (V * H + H * V + V)\n"), "sign is reversed"),
+    Mistake("12.parameters-saved", "float-division-somewhere", _saved(
+        "    return (2 * V * H - V * E - 2 * E * H - H - E) / 1.0 + 0.5\n"), "whole number"),
 ]
 
 HONEST = [
@@ -77,5 +95,17 @@ HONEST = [
                                         "        flat = self.word.weight.index_select(0, ids.reshape(-1))\n"
                                         "        return self.project_in(flat).reshape(*ids.shape, -1)\n\n"
                                         "    def logits(self, h):\n"
-                                        "        return _score(self.project_out(h), self.word.weight, self.output_bias)\n"}),
+                                        "        return _score(self.project_out(h), self.word.weight, self.output_bias)\n",
+                                     1: "import torch\nfrom torch import nn\n\n"
+                                        "def _count(module):\n    return sum(p.numel() for p in module.parameters())\n\n"
+                                        "def parameters_saved(vocab_size, embed_dim, hidden_dim):\n"
+                                        "    # measured, not derived: build both on the meta device (no memory) and count\n"
+                                        "    with torch.device('meta'):\n"
+                                        "        untied = nn.ModuleList([nn.Embedding(vocab_size, hidden_dim), nn.Linear(hidden_dim, vocab_size)])\n"
+                                        "        tied = FactorizedTiedVocab(vocab_size, embed_dim, hidden_dim)\n"
+                                        "    return _count(untied) - _count(tied)\n"}),
+    Honest("factored-closed-form", {1: "def parameters_saved(vocab_size, embed_dim, hidden_dim):\n"
+                                       "    V, E, H = vocab_size, embed_dim, hidden_dim\n"
+                                       "    # the V-sized terms: 2VH + V before, VE + V after; the projections: 2EH + H + E\n"
+                                       "    return V * (2 * H - E) - (2 * E * H + H + E)\n"}),
 ]

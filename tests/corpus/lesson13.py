@@ -1,4 +1,5 @@
-"""Exercise 13 (Unigram LM: Viterbi segmentation and marginal likelihood): wrong answers and honest alternatives."""
+"""Exercise 13 (Unigram LM: Viterbi segmentation and marginal likelihood; BPE's encoder): wrong answers and
+honest alternatives. Answer cells: 0 unigram_segment, 1 unigram_log_likelihood, 2 bpe_encode, 3 written."""
 from . import Honest, Mistake
 
 _SEG = "import math\n\ndef unigram_segment(word, log_probs, unk_token='[UNK]'):\n"
@@ -65,6 +66,34 @@ MISTAKES = [
                 "            alpha[i] = top + math.log(sum(math.exp(t - top) for t in terms))\n"
                 "    return alpha[n] if alpha[n] > -math.inf else 0.0\n"},
             "no segmentation exists"),
+    Mistake("13.bpe-encode", "greedy-longest-match-over-the-merged-vocabulary",
+            {2: "def bpe_encode(word, merges):\n    vocab = set(word) | {a + b for a, b in merges}\n"
+                "    pieces, start = [], 0\n    while start < len(word):\n"
+                "        end = max(e for e in range(start + 1, len(word) + 1) if word[start:e] in vocab)\n"
+                "        pieces.append(word[start:end])\n        start = end\n    return pieces\n"},
+            "greedy longest match"),
+    Mistake("13.bpe-encode", "first-occurrence-only",
+            {2: "def bpe_encode(word, merges):\n    s = list(word)\n    for a, b in merges:\n"
+                "        for i in range(len(s) - 1):\n            if s[i] == a and s[i + 1] == b:\n"
+                "                s[i:i + 2] = [a + b]\n                break\n    return s\n"},
+            "every occurrence"),
+    Mistake("13.bpe-encode", "longest-merge-first",
+            {2: "def bpe_encode(word, merges):\n    s = list(word)\n"
+                "    for a, b in sorted(merges, key=lambda m: len(m[0] + m[1]), reverse=True):\n"
+                "        out, i = [], 0\n        while i < len(s):\n"
+                "            if i + 1 < len(s) and (s[i], s[i + 1]) == (a, b):\n"
+                "                out.append(a + b)\n                i += 2\n"
+                "            else:\n                out.append(s[i])\n                i += 1\n        s = out\n    return s\n"},
+            "longest piece first"),
+    Mistake("13.bpe-encode", "the-course-encoder-with-no-prefix",
+            {2: "from course_lib.tokenization import bpe_encode_word\n\n"
+                "def bpe_encode(word, merges):\n    return bpe_encode_word(word, merges, prefix='') if word else []\n"},
+            "bpe_encode_word"),
+    Mistake("13.bpe-encode", "str-replace-ignores-piece-boundaries",
+            {2: "def bpe_encode(word, merges):\n    text = ' '.join(word)\n"
+                "    for a, b in merges:\n        text = text.replace(a + ' ' + b, a + b)\n"
+                "    return text.split(' ') if text else []\n"},
+            "expected"),
 ]
 
 HONEST = [
@@ -97,5 +126,18 @@ HONEST = [
            "    for i in range(1, len(word) + 1):\n"
            "        terms = [alpha[j] + log_probs[word[j:i]] for j in range(i) if word[j:i] in log_probs]\n"
            "        alpha.append(torch.logsumexp(torch.stack(terms), 0) if terms else torch.tensor(-math.inf, dtype=torch.float64))\n"
-           "    return alpha[-1].item()\n"}),
+           "    return alpha[-1].item()\n",
+        2: "def bpe_encode(word, merges):\n"
+           "    # GPT-2 style: repeatedly merge the adjacent pair with the lowest rank (the earliest merge)\n"
+           "    rank = {pair: r for r, pair in enumerate(merges)}\n    pieces = list(word)\n"
+           "    while len(pieces) > 1:\n"
+           "        pairs = [(rank.get((x, y), float('inf')), i) for i, (x, y) in enumerate(zip(pieces, pieces[1:]))]\n"
+           "        best, i = min(pairs)\n        if best == float('inf'):\n            break\n"
+           "        pieces[i:i + 2] = [pieces[i] + pieces[i + 1]]\n    return pieces\n"}),
+    Honest("recursive-bpe-and-tuple-pieces", {
+        2: "def _apply(pieces, a, b):\n    if len(pieces) < 2:\n        return pieces\n"
+           "    if pieces[0] == a and pieces[1] == b:\n        return (a + b,) + _apply(pieces[2:], a, b)\n"
+           "    return pieces[:1] + _apply(pieces[1:], a, b)\n\n"
+           "def bpe_encode(word, merges):\n    pieces = tuple(word)\n    for a, b in merges:\n"
+           "        pieces = _apply(pieces, a, b)\n    return pieces\n"}),
 ]

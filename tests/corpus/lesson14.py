@@ -1,4 +1,6 @@
-"""Exercise 14 (several pairs packed in one row; block-diagonal mask): wrong answers and honest alternatives."""
+"""Exercise 14 (several pairs packed in one row; block-diagonal mask; the packed row's input embedding): wrong
+answers and honest alternatives. Answer cells: 0 pack_pairs, 1 packed_attention_mask, 2 packed_embeddings,
+3 the written answer."""
 from . import Honest, Mistake
 
 _PACK = "import torch\n\ndef pack_pairs(pairs, cls_id=101, sep_id=102):\n    ids, types, pos, ex = [], [], [], []\n"
@@ -6,6 +8,9 @@ _RET = "    return tuple(torch.tensor(x, dtype=torch.long) for x in (ids, types,
 _LOOP = ("    for k, (a, b) in enumerate(pairs):\n        part = [cls_id, *a, sep_id]\n        t = [0] * len(part)\n"
          "        if b is not None:\n            part += [*b, sep_id]\n            t += [1] * (len(b) + 1)\n")
 _MASK = "import torch\n\ndef packed_attention_mask(example_ids):\n"
+_EMB = "import math\nimport torch\n\ndef packed_embeddings(emb, input_ids, token_type_ids, position_ids):\n"
+_W, _P, _S = ("emb.word_embeddings(input_ids)", "emb.position_embeddings(position_ids)",
+              "emb.token_type_embeddings(token_type_ids)")
 
 MISTAKES = [
     Mistake("14.pack-pairs", "positions-not-restarted",
@@ -35,16 +40,43 @@ MISTAKES = [
     Mistake("14.packed-mask", "padding-only-mask",
             {1: _MASK + "    real = example_ids >= 0\n    return (real[:, None, :] & real[:, :, None])[:, None]\n"},
             "block-diagonal"),
-    Mistake("14.packed-mask", "padding-attends-to-padding",
-            {1: _MASK + "    return (example_ids[:, :, None] == example_ids[:, None, :])[:, None]\n"}, "padding"),
+    Mistake("14.packed-mask", "real-tokens-see-padding-keys",
+            {1: _MASK + "    same = example_ids[:, :, None] == example_ids[:, None, :]\n"
+                "    return (same | (example_ids < 0)[:, None, :])[:, None]\n"}, "padding keys"),
     Mistake("14.packed-mask", "no-head-axis",
             {1: _MASK + "    return (example_ids[:, :, None] == example_ids[:, None, :]) & (example_ids >= 0)[:, None, :]\n"},
             "expected (1, 1, 4, 4)"),
     Mistake("14.packed-mask", "inverted-pytorch-convention",
             {1: _MASK + "    same = example_ids[:, :, None] == example_ids[:, None, :]\n"
                 "    return ~(same & (example_ids >= 0)[:, None, :])[:, None]\n"}, "inverted"),
+    Mistake("14.dtypes", "pack-as-int32",
+            {0: _PACK + _LOOP + "        ids += part\n        types += t\n        pos += list(range(len(part)))\n"
+                "        ex += [k] * len(part)\n    return tuple(torch.tensor(x, dtype=torch.int32) for x in (ids, types, pos, ex))\n"},
+            "expected torch.long"),
+    Mistake("14.dtypes", "float-mask",
+            {1: _MASK + "    same = example_ids[:, :, None] == example_ids[:, None, :]\n"
+                "    return (same & (example_ids >= 0)[:, None, :])[:, None].float()\n"}, "expected torch.bool"),
+    Mistake("14.dtypes", "mask-of-ints",
+            {1: _MASK + "    same = (example_ids[:, :, None] == example_ids[:, None, :]).long()\n"
+                "    return (same * (example_ids >= 0).long()[:, None, :])[:, None]\n"}, "expected torch.bool"),
+    Mistake("14.packed-embeddings", "positions-along-the-row",
+            {2: _EMB + "    positions = torch.arange(input_ids.shape[1]).expand_as(input_ids)\n"
+                f"    return emb.LayerNorm({_W} + emb.position_embeddings(positions) + {_S})\n"}, "use position_ids"),
+    Mistake("14.packed-embeddings", "no-layernorm", {2: _EMB + f"    return {_W} + {_P} + {_S}\n"},
+            "applies its LayerNorm to the sum"),
+    Mistake("14.packed-embeddings", "layernorm-on-each",
+            {2: _EMB + f"    return emb.LayerNorm({_W}) + emb.LayerNorm({_P}) + emb.LayerNorm({_S})\n"},
+            "one LayerNorm to the sum"),
+    Mistake("14.packed-embeddings", "transformer-scaling",
+            {2: _EMB + "    h = emb.word_embeddings.embedding_dim\n"
+                f"    return emb.LayerNorm({_W} * math.sqrt(h) + {_P} + {_S})\n"}, "unscaled"),
+    Mistake("14.packed-embeddings", "segment-forgotten", {2: _EMB + f"    return emb.LayerNorm({_W} + {_P})\n"},
+            "segment"),
+    Mistake("14.packed-embeddings", "plain-layer-norm",
+            {2: _EMB + "    x = " + _W + " + " + _P + " + " + _S + "\n"
+                "    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-12)\n"},
+            "emb.LayerNorm"),
 ]
-
 HONEST = [
     Honest("numpy-then-tensor-and-loop-mask", {
         0: "import numpy as np\nimport torch\n\ndef pack_pairs(pairs, cls_id=101, sep_id=102):\n"
@@ -75,5 +107,25 @@ HONEST = [
         1: "import torch\nimport torch.nn.functional as F\n\ndef packed_attention_mask(example_ids):\n"
            "    n = int(example_ids.max().clamp(min=0)) + 1\n"
            "    one_hot = F.one_hot(example_ids.clamp(min=0), n) * (example_ids >= 0)[..., None]\n"
-           "    return (one_hot.float() @ one_hot.float().transpose(1, 2) > 0).unsqueeze(1)\n"}),
+           "    return (one_hot.float() @ one_hot.float().transpose(1, 2) > 0).unsqueeze(1)\n",
+        2: "import torch\nimport torch.nn.functional as F\n\n"
+           "def packed_embeddings(emb, input_ids, token_type_ids, position_ids):\n"
+           "    # the lesson's Experiment 1: one linear layer on the concatenated one-hot vectors\n"
+           "    tables = [emb.word_embeddings.weight, emb.position_embeddings.weight, emb.token_type_embeddings.weight]\n"
+           "    one_hots = [F.one_hot(i, t.shape[0]).to(t.dtype) for i, t in\n"
+           "                zip((input_ids, position_ids, token_type_ids), tables)]\n"
+           "    x = torch.cat(one_hots, -1) @ torch.cat(tables, 0)\n"
+           "    ln = emb.LayerNorm\n"
+           "    mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)\n"
+           "    return (x - mean) / torch.sqrt(var + ln.eps) * ln.weight + ln.bias\n"}),
+    Honest("padding-queries-see-padding-and-functional-embedding", {
+        1: _MASK + "    # a padding query attends to the padding keys (its output is thrown away)\n"
+           "    return (example_ids[:, :, None] == example_ids[:, None, :])[:, None]\n",
+        2: "import torch.nn.functional as F\n\n"
+           "def packed_embeddings(emb, input_ids, token_type_ids, position_ids):\n"
+           "    x = F.embedding(input_ids, emb.word_embeddings.weight)\n"
+           "    x = x + F.embedding(token_type_ids, emb.token_type_embeddings.weight)\n"
+           "    x = x + F.embedding(position_ids, emb.position_embeddings.weight)\n"
+           "    ln = emb.LayerNorm\n"
+           "    return F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)\n"}),
 ]

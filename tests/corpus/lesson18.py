@@ -1,98 +1,78 @@
-"""Exercise 18 (Hugging Face -> course parameter names): wrong answers a learner writes, honest ones."""
+"""Exercise 18 (a parity report between the course's BERT and Hugging Face's): wrong answers a
+learner writes from the task text, and honest alternatives. Answer cells: 0 the prediction,
+1 parity_report, 2 the measurement, 3 the written answer."""
 from . import Honest, Mistake
 
-_BASE = '''def hf_key_to_course(name: str) -> str:
-    per_layer = {"attention.self.query": "self_attn.q_proj",
-                 "attention.self.key": "self_attn.k_proj",
-                 "attention.self.value": "self_attn.v_proj",
-                 "attention.output.dense": "self_attn.out_proj",
-                 "attention.output.LayerNorm": "norm1",
-                 "intermediate.dense": "linear1",
-                 "output.dense": "linear2",
-                 "output.LayerNorm": "norm2"}
-    keep = {"embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
-            "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight",
-            "embeddings.LayerNorm.bias", "pooler.dense.weight", "pooler.dense.bias"}
-    if name in keep:
-        return name
-    parts = name.split(".")
-    if len(parts) >= 5 and parts[:2] == ["encoder", "layer"] and parts[2].isdigit():
-        part, leaf = ".".join(parts[3:-1]), parts[-1]
-        if part in per_layer and leaf in ("weight", "bias"):
-            return f"layers.{int(parts[2])}.{per_layer[part]}.{leaf}"
-    raise ValueError(f"unknown parameter {name!r}")
-'''
+_DEF = "def parity_report(ours, theirs, batch):\n"
+_EVAL = "    ours.eval()\n    theirs.eval()\n"
+_RUN = ("    with torch.no_grad():\n"
+        "        mine = ours(batch['input_ids'], batch['token_type_ids'], batch['attention_mask'],\n"
+        "                    output_hidden_states=True).hidden_states\n"
+        "        ref = theirs(**batch, output_hidden_states=True).hidden_states\n"
+        "    real = batch['attention_mask'].bool()\n")
 
 
-def _with(*pairs):
-    source = _BASE
-    for old, new in pairs:
-        assert old in source, old
-        source = source.replace(old, new)
-    return {0: source}
+def _report(body, run=_RUN, evaluate=_EVAL):
+    return {1: _DEF + evaluate + run + body}
 
+
+_MAX = "    return [(a - b)[real].abs().max().item() for a, b in zip(mine, ref)]\n"
+_CHANGES = "('gelu-tanh', 'layer-norm-eps', 'embeddings-layer-norm-eps', 'query-key-swap')"
 
 MISTAKES = [
-    Mistake("18.key-map", "query-key-swapped", _with(('"self_attn.q_proj"', '"TMP"'), ('"self_attn.k_proj"', '"self_attn.q_proj"'),
-                                                      ('"TMP"', '"self_attn.k_proj"')), "swapped"),
-    Mistake("18.key-map", "layernorms-swapped", _with(('"norm1"', '"TMP"'), ('"norm2"', '"norm1"'), ('"TMP"', '"norm2"')),
-            "swapped"),
-    Mistake("18.key-map", "dense-layers-swapped", _with(('"linear1"', '"TMP"'), ('"linear2"', '"linear1"'), ('"TMP"', '"linear2"')),
-            "which has shape"),
-    Mistake("18.key-map", "attention-output-as-ffn-output", _with(('"self_attn.out_proj"', '"linear2"')), "which has shape"),
-    Mistake("18.key-map-any-layer", "single-digit-layers", _with(
-        ('parts[2].isdigit()', 'len(parts[2]) == 1 and parts[2].isdigit()')), "deeper BERT"),
-    Mistake("18.key-map-any-layer", "minilm-layers-only", _with(
-        ('parts[2].isdigit()', 'parts[2] in ("0", "1", "2", "3", "4", "5")')), "deeper BERT"),
-    Mistake("18.key-map-any-layer", "layer-from-one-character", _with(
-        ('f"layers.{int(parts[2])}.', 'f"layers.{name[14]}.')), "deeper BERT"),
-    Mistake("18.key-map-unknown", "unknown-passes-through", _with(
-        ('    raise ValueError(f"unknown parameter {name!r}")\n', '    return name\n')), "expected a ValueError"),
-    Mistake("18.key-map-unknown", "key-error", _with(
-        ('    raise ValueError(f"unknown parameter {name!r}")\n', '    raise KeyError(name)\n')), "KeyError"),
-    Mistake("18.key-map-unknown", "message-without-the-name", _with(
-        ('    raise ValueError(f"unknown parameter {name!r}")\n', '    raise ValueError("unknown parameter")\n')),
-        "should name the key"),
+    Mistake("18.parity-report", "padding-compared-too", _report(
+        "    return [(a - b).abs().max().item() for a, b in zip(mine, ref)]\n"), "padded positions too"),
+    Mistake("18.parity-report", "left-in-training-mode", _report(_MAX, evaluate=""), "dropout is on"),
+    Mistake("18.parity-report", "embeddings-left-out", _report(
+        "    return [(a - b)[real].abs().max().item() for a, b in zip(mine[1:], ref[1:])]\n"),
+        "the embeddings' output, then every layer's"),
+    Mistake("18.parity-report", "mean-difference", _report(
+        "    return [(a - b)[real].abs().mean().item() for a, b in zip(mine, ref)]\n"), "you averaged"),
+    Mistake("18.parity-report", "token-types-not-passed-to-ours", _report(_MAX, run=_RUN.replace(
+        "ours(batch['input_ids'], batch['token_type_ids'], batch['attention_mask'],",
+        "ours(batch['input_ids'], attention_mask=batch['attention_mask'],")), "ran without the batch's token_type_ids"),
+    Mistake("18.parity-report", "token-types-not-passed-to-theirs", _report(_MAX, run=_RUN.replace(
+        "theirs(**batch, output_hidden_states=True)",
+        "theirs(input_ids=batch['input_ids'], attention_mask=batch['attention_mask'], output_hidden_states=True)")),
+        "ran without the batch's token_type_ids"),
+    Mistake("18.parity-report", "last-layer-only", _report(
+        "    return [(mine[-1] - ref[-1])[real].abs().max().item()]\n"), "the report"),
+    Mistake("18.measured", "prediction-typed-in", {2: "measured_gap = dict(predicted_gap)\n"}, "is your prediction"),
+    Mistake("18.measured", "last-layer-only", {2: "measured_gap = {change: parity_report(deviate(ours_minilm, change), "
+            "reference, batch)[-1]\n                for change in " + _CHANGES + "}\n"}, "over all hidden states"),
+    Mistake("18.measured", "undeviated-model", {2: "measured_gap = {change: max(parity_report(ours_minilm, reference, "
+            "batch))\n                for change in " + _CHANGES + "}\n"}, "over every hidden state"),
 ]
 
 HONEST = [
-    Honest("regular-expression", {0: '''import re
-
-_PARTS = {"attention.self.query": "self_attn.q_proj", "attention.self.key": "self_attn.k_proj",
-          "attention.self.value": "self_attn.v_proj", "attention.output.dense": "self_attn.out_proj",
-          "attention.output.LayerNorm": "norm1", "intermediate.dense": "linear1",
-          "output.dense": "linear2", "output.LayerNorm": "norm2"}
-_LAYER = re.compile(r"encoder\\.layer\\.(\\d+)\\.(.+)\\.(weight|bias)")
-_SAME = re.compile(r"(embeddings\\.(word|position|token_type)_embeddings\\.weight|"
-                   r"(embeddings\\.LayerNorm|pooler\\.dense)\\.(weight|bias))")
-
-
-def hf_key_to_course(name: str) -> str:
-    if _SAME.fullmatch(name):
-        return name
-    m = _LAYER.fullmatch(name)
-    if m and m.group(2) in _PARTS:
-        return f"layers.{int(m.group(1))}.{_PARTS[m.group(2)]}.{m.group(3)}"
-    raise ValueError(f"{name!r} is not a BertModel parameter")
-'''}),
-    Honest("prefix-stripping", {0: '''def hf_key_to_course(name: str) -> str:
-    fixed = ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
-             "embeddings.token_type_embeddings.weight"]
-    for module in ("embeddings.LayerNorm", "pooler.dense"):
-        fixed += [module + ".weight", module + ".bias"]
-    if name in fixed:
-        return name
-    prefix = "encoder.layer."
-    if name.startswith(prefix):
-        number, _, rest = name[len(prefix):].partition(".")
-        table = [("attention.self.query", "self_attn.q_proj"), ("attention.self.key", "self_attn.k_proj"),
-                 ("attention.self.value", "self_attn.v_proj"), ("attention.output.dense", "self_attn.out_proj"),
-                 ("attention.output.LayerNorm", "norm1"), ("intermediate.dense", "linear1"),
-                 ("output.dense", "linear2"), ("output.LayerNorm", "norm2")]
-        for hf, ours in table:
-            for leaf in ("weight", "bias"):
-                if rest == f"{hf}.{leaf}" and number.isdigit():
-                    return f"layers.{int(number)}.{ours}.{leaf}"
-    raise ValueError("cannot map " + repr(name))
-'''}),
+    Honest("float64-amax-and-a-loop", {
+        0: "predicted_gap = {'gelu-tanh': 1e-4, 'layer-norm-eps': 1e-6, 'embeddings-layer-norm-eps': 1e-5,\n"
+           "                 'query-key-swap': 10.0}\n",
+        1: _DEF + "    ours.train(False)\n    theirs.train(False)\n"
+           "    ids, types, mask = batch['input_ids'], batch['token_type_ids'], batch['attention_mask']\n"
+           "    with torch.inference_mode():\n"
+           "        a = ours(ids, types, mask, output_hidden_states=True).hidden_states\n"
+           "        b = theirs(input_ids=ids, token_type_ids=types, attention_mask=mask,\n"
+           "                   output_hidden_states=True).hidden_states\n"
+           "    keep = mask.unsqueeze(-1).bool()                       # (B, T, 1)\n"
+           "    report = []\n"
+           "    for x, y in zip(a, b):\n"
+           "        gap = (x.double() - y.double()).abs().masked_fill(~keep, 0.0)\n"
+           "        report.append(float(gap.amax()))\n"
+           "    return report\n",
+        2: "measured_gap = {}\n"
+           "for change in " + _CHANGES + ":\n"
+           "    measured_gap[change] = max(parity_report(deviate(ours_minilm, change, layer=2), reference, batch))\n"}),
+    Honest("stacked-per-sentence-maxima", {
+        1: "import torch\n\n" + _DEF + _EVAL +
+           "    with torch.no_grad():\n"
+           "        ours_states = ours(batch['input_ids'], batch['token_type_ids'], batch['attention_mask'],\n"
+           "                           output_hidden_states=True).hidden_states\n"
+           "        their_states = theirs(**batch, output_hidden_states=True).hidden_states\n"
+           "    lengths = batch['attention_mask'].sum(1).tolist()       # right padding: real tokens first\n"
+           "    out = []\n"
+           "    for x, y in zip(ours_states, their_states):\n"
+           "        per_row = [(x[r, :n] - y[r, :n]).abs().max() for r, n in enumerate(lengths)]\n"
+           "        out.append(torch.stack(per_row).max().item())\n"
+           "    return out\n"}),
 ]
