@@ -178,7 +178,8 @@ def _measured(item: Item, ranges: dict) -> tuple[str, int]:
     """The claim's swept range as the learner reads it, formatted with its unit, and the run count."""
     low, high, runs = ranges[(f"{item.lesson:02d}", item.claim)]
     low, high = measured_range(low, high, item.scale, item.log10)
-    return f"{_fmt(low)}–{_fmt(high)}{item.unit}", runs
+    shown = _fmt(low) if _fmt(low) == _fmt(high) else f"{_fmt(low)}–{_fmt(high)}"   # "42 heads", not "42–42heads"
+    return shown + (f" {item.unit}" if item.unit[:1].isalpha() else item.unit), runs
 
 
 def parse_number(text: str, unit: str = "") -> float | None:

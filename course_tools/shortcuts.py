@@ -63,7 +63,7 @@ GELU = ("torch.nn.functional:gelu", "torch.nn:GELU", "torch:Tensor.gelu", "cours
 
 #: exercise-id prefix -> forbidden objects (every item whose id starts with the prefix).
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "00.softmax": SOFTMAX,
+    "00.": SOFTMAX + ("course_lib.attention:scaled_dot_product_attention",),   # its weights: a masked softmax
     "01.": ATTENTION + ("course_lib.attention:scaled_dot_product_attention",
                         "course_lib.attention:MultiHeadAttention"),
     "02.": ATTENTION + ("course_lib.self_attention:SelfAttention", "course_lib.attention:MultiHeadAttention"),
@@ -74,7 +74,6 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "08.": ("course_lib.residual:Residual",),
     "09.": ("course_lib.schedules:linear_warmup_decay", "course_lib.schedules:noam",
             "course_lib.schedules:make_scheduler"),
-    "10.gelu": GELU,
     "12.": ("course_lib.weight_tying:tie_weights",),
     "13.": ("course_lib.tokenization:wordpiece", "course_lib.tokenization:WordPieceTokenizer"),
     "14.pack": ("course_lib.bert:pack_pair",),

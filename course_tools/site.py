@@ -160,9 +160,11 @@ def lesson_box(lesson: Lesson, notebook) -> str:
     if lesson.question_zh not in title:
         lines.append(f"- **中文：** {lesson.question_zh}")
     if lesson.exercise and lesson.exercise.exists():
-        name = f"exercises/{lesson.stem}.ipynb"
-        lines.append(f"- **Exercise:** {{download}}`{name} <{name}>` — open it in JupyterLab "
-                     f"(`make lab`), then `course grade {name}` ([how](workflow.md)).")
+        name, nn = f"exercises/{lesson.stem}.ipynb", f"{lesson.number:02d}"
+        lines.append(f"- **Exercise:** `course start {nn}` copies {{download}}`{name} <{name}>` to "
+                     f"`work/{lesson.stem}_exercise.ipynb`, yours to answer in JupyterLab (`make lab`); "
+                     f"self-check with `course check {nn}`, grade with `course grade {nn}` "
+                     f"([how](workflow.md)).")
     else:
         lines.append("- **Exercise:** none for this lesson.")
     lines.append(f"- **Run it yourself:** `notebooks/{lesson.stem}.ipynb`; the "

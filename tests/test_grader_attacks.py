@@ -18,14 +18,12 @@ import pytest
 
 from course_tools import ROOT
 from course_tools.grader import GradeError, grade
-from tests.exercise01 import ANSWER, FN, LOOPS_WHEN_MASKED, MAX, POINTS, UNMASKED, WRONG
+from tests.exercise00 import ANSWER, EXERCISE, FN, LOOPS_WHEN_MASKED, MAX, POINTS, SIGNATURE, UNMASKED, WRONG
 
 ITEM_S, CELL_S = 4.0, 20.0
-EX01 = ROOT / "exercises" / "01_scale_sqrt_dk.ipynb"
-EX00 = ROOT / "exercises" / "00_welcome.ipynb"
+EX00 = EXERCISE      # the warm-up, a masked softmax: the fixture of the grader tests
 EX04 = ROOT / "exercises" / "04_attention_complexity.ipynb"
 EX13 = ROOT / "exercises" / "13_wordpiece_vs_bpe.ipynb"
-CHECK01 = ROOT / "course_tools" / "checks" / "lesson01.py"
 AS_ROOT = os.geteuid() == 0
 # What only root can defend: a uid of its own (read-only course, other submissions out of reach)
 # and a process limit. As an ordinary user the learner's process runs as that user (README), so
@@ -33,7 +31,7 @@ AS_ROOT = os.geteuid() == 0
 ROOT_ONLY = "needs root: as an ordinary user the learner's process runs as you and can write your files"
 
 
-SDPA = ANSWER
+SOLVED = ANSWER
 MARKER = "1234.5"   # the detached grandchild's `sleep` argument, to find it afterwards
 
 
@@ -55,108 +53,99 @@ def _attacks(victim: Path, course_victim: Path):
     loop = LOOPS_WHEN_MASKED
     return {
         # --- reference import and built-in shortcuts (static and dynamic detection)
-        "reference-import": _notebook(EX01, f"from course_lib.attention import scaled_dot_product_attention as {FN}\n"),
-        "reference-alias": _notebook(EX01, "import course_lib.attention as A\n"
-                                     f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
-                                     "    return A.scaled_dot_product_attention(q, k, v, mask)\n"),
-        "reference-importlib": _notebook(EX01, "import importlib\n"
+        # (the course's attention returns its weights: a masked softmax, forbidden in exercise 00)
+        "reference-import": _notebook(EX00, f"from course_lib.attention import scaled_dot_product_attention as {FN}\n"),
+        "reference-alias": _notebook(EX00, "import torch, course_lib.attention as A\n" + SIGNATURE
+                                     + "    eye = torch.eye(x.shape[-1]) * x.shape[-1] ** 0.5\n"
+                                     "    return A.scaled_dot_product_attention(x, eye, eye, mask)[1]\n"),
+        "reference-importlib": _notebook(EX00, "import importlib\n"
                                          f"{FN} = importlib.import_module("
                                          "'course_lib.attention').scaled_dot_product_attention\n"),
-        "reference-dynamic": _notebook(EX01, "import builtins, course_lib.attention as A\n"
-                                       "builtins.helper = A.scaled_dot_product_attention\n"
-                                       f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
-                                       "    return helper(q, k, v, mask)\n"),
-        "builtin-F": _notebook(EX01, "import torch.nn.functional as F\n"
-                               f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
-                               "    return F.scaled_dot_product_attention(q, k, v, mask), None\n"),
-        "builtin-softmax": _notebook(EX00, "import torch\ndef softmax(x):\n    return torch.softmax(x, -1)\n"),
-        "builtin-method": _notebook(EX00, "def softmax(x):\n    return x.softmax(dim=-1)\n"),
+        "reference-dynamic": _notebook(EX00, "import builtins, course_lib.attention as A\n"
+                                       "builtins.helper = A.scaled_dot_product_attention\n" + SIGNATURE
+                                       + "    return helper(x, x, x, mask)[1]\n"),
+        "builtin-F": _notebook(EX00, "import torch.nn.functional as F\n" + SIGNATURE
+                               + "    return F.softmax(x if mask is None else x.masked_fill(~mask, -1e9), dim=-1)\n"),
+        "builtin-softmax": _notebook(EX00, "import torch\n" + SIGNATURE + "    return torch.softmax(x, -1)\n"),
+        "builtin-method": _notebook(EX00, SIGNATURE + "    return x.softmax(dim=-1)\n"),
         "builtin-dynamic": _notebook(EX00, "import builtins, torch\nbuiltins.sm = torch.softmax\n"
-                                     "def softmax(x):\n    return sm(x, dim=-1)\n"),
+                                     + SIGNATURE + "    return sm(x, dim=-1)\n"),
         # --- the kernel behind a forbidden built-in, reached where no name shows (issue 31): from a
         # worker thread started outside the graded code, through a dict of torch.ops.aten overloads
         "builtin-thread": _notebook(EX00, "import queue, threading, torch\n"
                                     "_jobs, _done = queue.Queue(), queue.Queue()\n"
                                     "def _serve():\n    while True:\n        _done.put(torch.softmax(_jobs.get(), dim=-1))\n"
                                     "threading.Thread(target=_serve, daemon=True).start()\n"
-                                    "def softmax(x):\n    _jobs.put(x)\n    return _done.get()\n"),
+                                    + SIGNATURE + "    _jobs.put(x)\n    return _done.get()\n"),
         "builtin-ops-aten": _notebook(EX00, "import torch\n_K = {}\n"
                                       "_K.update(sm=getattr(torch.ops.aten, '_soft' + 'max').default)\n"
-                                      "def softmax(x):\n    return _K['sm'](x, -1, False)\n"),
+                                      + SIGNATURE + "    return _K['sm'](x, -1, False)\n"),
         # --- monkeypatching torch or the grading helpers in the learner's process
-        "patch-torch": _notebook(EX01, WRONG + "import torch\ntorch.allclose = lambda *a, **k: True\n"
+        "patch-torch": _notebook(EX00, WRONG + "import torch\ntorch.allclose = lambda *a, **k: True\n"
                                  "torch.Tensor.__eq__ = lambda *a: True\n"),
-        "patch-grading": _notebook(EX01, WRONG + "import course_tools.grading as g, sys\n"
+        "patch-grading": _notebook(EX00, WRONG + "import course_tools.grading as g, sys\n"
                                    "g.check = lambda *a, **k: None\n"
                                    "for m in list(sys.modules.values()):\n"
                                    "    if getattr(m, '__name__', '').startswith('course_tools'):\n"
                                    "        m.__dict__['expect_close'] = lambda *a, **k: None\n"),
         # --- frame / gc introspection: nothing to find in this process
         "frame-introspection": _notebook(EX04, "import inspect\n"
-                                         "def attention_flops(n, d, include_projections=True):\n"
+                                         "def cross_attention_flops(n_q, n_kv, d):\n"
                                          "    f = inspect.currentframe().f_back\n"
                                          "    return f.f_locals.get('expected', -1) if f else -1\n"),
-        "gc-introspection": _notebook(EX01, WRONG + "import gc\n_found = [o for o in gc.get_objects() "
+        "gc-introspection": _notebook(EX00, WRONG + "import gc\n_found = [o for o in gc.get_objects() "
                                       "if isinstance(o, dict) and 'nonce' in o]\n"),
         # --- always-equal objects: rebuilt as plain data in the grader
-        "tensor-subclass": _notebook(EX01, "import torch\n"
+        "tensor-subclass": _notebook(EX00, "import torch\n"
                                      "class Yes(torch.Tensor):\n"
                                      "    @classmethod\n"
                                      "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
-                                     "        return True\n"
-                                     f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
-                                     "    z = torch.zeros(*q.shape[:-1], v.shape[-1]).as_subclass(Yes)\n"
-                                     "    return z, torch.zeros(*q.shape[:-1], k.shape[-2]).as_subclass(Yes)\n"),
+                                     "        return True\n" + SIGNATURE
+                                     + "    return torch.zeros(x.shape).as_subclass(Yes)\n"),
         "list-subclass": _notebook(EX13, "class Yes(list):\n    def __eq__(self, other):\n        return True\n"
                                    "    __hash__ = None\n"
                                    "def unigram_segment(word, log_probs, unk_token='[UNK]'):\n"
                                    "    return Yes(['?'])\n"),
         # --- signals and long C calls: the watchdog is outside
-        "signal-loop": _notebook(EX01, "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
-                                 f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
-                                 "    while True:\n        pass\n"),
-        "long-c-call": _notebook(EX01, f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
-                                 "    return sum(range(10**12))\n"),
-        "infinite-loop-some-items": _notebook(EX01, loop),
+        "signal-loop": _notebook(EX00, "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                                 + SIGNATURE + "    while True:\n        pass\n"),
+        "long-c-call": _notebook(EX00, SIGNATURE + "    return sum(range(10**12))\n"),
+        "infinite-loop-some-items": _notebook(EX00, loop),
         # --- forks that detach
-        "fork-setsid": _notebook(EX01, SDPA + "\nimport os\nif os.fork() == 0:\n    os.setsid()\n"
+        "fork-setsid": _notebook(EX00, SOLVED + "\nimport os\nif os.fork() == 0:\n    os.setsid()\n"
                                  f"    os.execv('/bin/sleep', ['sleep', '{MARKER}'])\n"),
         # --- memory and output floods
-        "memory-flood": _notebook(EX01, "import torch\n"
-                                  f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
-                                  "    big = torch.ones(4 * 1024**3)\n    return big, big\n"),
-        "output-flood": _notebook(EX01, SDPA + "\nimport sys\nfor _ in range(200):\n"
+        "memory-flood": _notebook(EX00, "import torch\n" + SIGNATURE
+                                  + "    big = torch.ones(4 * 1024**3)\n    return big + big\n"),
+        "output-flood": _notebook(EX00, SOLVED + "\nimport sys\nfor _ in range(200):\n"
                                   "    sys.stdout.write('RESULT x {\"points\": 1000}\\n' * 5000)\n"
                                   "sys.stdout.buffer.write(b'\\xff\\xfe' * 1000)\n"),
-        "reply-flood": _notebook(EX01, "import torch\n"
-                                 f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
-                                 "    return torch.zeros(40_000_000), None\n"),
+        "reply-flood": _notebook(EX00, "import torch\n" + SIGNATURE + "    return torch.zeros(40_000_000)\n"),
         # --- writes to course files and to another submission
-        "write-files": _notebook(EX01, WRONG + "for target in (%r, %r):\n"
+        "write-files": _notebook(EX00, WRONG + "for target in (%r, %r):\n"
                                  "    try:\n        open(target, 'a').write('\\n# pwned\\n')\n"
                                  "    except OSError:\n        pass\n" % (str(course_victim), str(victim))),
         # --- forged or malformed result output on the reply pipe
-        "forged-pipe": _notebook(EX01, "import os, struct\n"
-                                 f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n"
-                                 "    for fd in range(3, 40):\n"
+        "forged-pipe": _notebook(EX00, "import os, struct\n" + SIGNATURE
+                                 + "    for fd in range(3, 40):\n"
                                  "        try:\n"
                                  "            os.write(fd, struct.pack('>Q', 12) + b'\\x00\\x00\\x00\\x08{\"ok\":5}')\n"
                                  "        except OSError:\n            pass\n"
                                  "    return None\n"),
-        "forged-stdout": _notebook(EX01, WRONG + "print('RESULT 0000 {\"id\": \"" + UNMASKED + "\", "
+        "forged-stdout": _notebook(EX00, WRONG + "print('RESULT 0000 {\"id\": \"" + UNMASKED + "\", "
                                    "\"points\": -1000, \"passed\": true, \"feedback\": \"\"}')\n"),
         # --- honest variants: full marks
-        "honest-magic": _notebook(EX01, "%%time\n" + SDPA),
-        "honest-timeit": _notebook(EX01, SDPA + "\nimport torch\n%timeit -n 1 -r 1 torch.zeros(1)\n"),
+        "honest-magic": _notebook(EX00, "%%time\n" + SOLVED),
+        "honest-timeit": _notebook(EX00, SOLVED + "\nimport torch\n%timeit -n 1 -r 1 torch.zeros(1)\n"),
         "honest-helper-cell": _notebook(
-            EX01, f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n    return _helper(q, k, v, mask, *args, **kwargs)\n",
-            added=[SDPA.replace(f"def {FN}(", "def _helper(")]),
-        "honest-renamed": _notebook(EX01, SDPA, name="01_scale_sqrt_dk (1).ipynb"),
-        "honest-renamed-free": _notebook(EX01, SDPA, name="my homework.ipynb"),
+            EX00, SIGNATURE + "    return _helper(x, mask, *args, **kwargs)\n",
+            added=[SOLVED.replace(f"def {FN}(", "def _helper(")]),
+        "honest-renamed": _notebook(EX00, SOLVED, name="00_welcome (1).ipynb"),
+        "honest-renamed-free": _notebook(EX00, SOLVED, name="my homework.ipynb"),
         "honest-compare-with-course": _notebook(
-            EX01, SDPA, added=["from course_lib.attention import scaled_dot_product_attention as ref\n"
-                               "import torch\nq = torch.randn(2, 3, 4)\n"
-                               f"assert torch.allclose({FN}(q, q, q)[0], ref(q, q, q)[0], atol=1e-5)\n"]),
+            EX00, SOLVED, added=["from course_lib.attention import scaled_dot_product_attention as ref\n"
+                                 "import torch\nq = torch.randn(2, 3, 4)\n"
+                                 f"assert torch.allclose({FN}(q), ref(q, q * 2, q)[1], atol=1e-5) or True\n"]),
     }
 
 
@@ -191,9 +180,9 @@ def _leftovers():
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("attacks")
-    victim = folder / "victim" / "01_scale_sqrt_dk.ipynb"
+    victim = folder / "victim" / "00_welcome.ipynb"
     victim.parent.mkdir()
-    nbformat.write(_notebook(EX01, SDPA)[0], victim)
+    nbformat.write(_notebook(EX00, SOLVED)[0], victim)
     victim_bytes = victim.read_bytes()
     # the course file the write-files attack aims at: as root one the test creates inside the
     # (read-only for the learner) course; otherwise a throw-away file - never a tracked one
@@ -244,7 +233,7 @@ def test_attack_scores_zero(graded, name):
                                         ("reference-alias", "asks you to write it yourself"),
                                         ("reference-importlib", "importlib"),
                                         ("reference-dynamic", "asks you not to use"),
-                                        ("builtin-F", "torch.nn.functional.scaled_dot_product_attention"),
+                                        ("builtin-F", "torch.nn.functional.softmax"),
                                         ("builtin-softmax", "torch.softmax"),
                                         ("builtin-method", "Tensor.softmax"),
                                         ("builtin-dynamic", "asks you not to use"),

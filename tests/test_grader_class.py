@@ -11,10 +11,11 @@ import sys
 import nbformat
 
 from course_tools import ROOT
-from tests.exercise01 import ANSWER, FN, POINTS, UNMASKED, UNMASKED_ONLY, WRONG
+from course_tools.grading import GRADE_CALL, load_all
+from tests.exercise00 import ANSWER, EXERCISE, FN, POINTS, SIGNATURE, UNMASKED, UNMASKED_ONLY, WRONG
 
-EX00 = ROOT / "exercises" / "00_welcome.ipynb"
-EX01 = ROOT / "exercises" / "01_scale_sqrt_dk.ipynb"
+EX00 = EXERCISE                                      # the fixture: a masked softmax, three items
+EX04 = ROOT / "exercises" / "04_attention_complexity.ipynb"   # a second lesson in the same class
 
 
 def _solution_answers(stem):
@@ -23,11 +24,12 @@ def _solution_answers(stem):
     return [solution[c.id] for c in exercise.cells if "answer" in c.metadata.get("tags", [])]
 
 
-SDPA = ANSWER
-SOFTMAX = _solution_answers("00_welcome.ipynb")[0]
+SOLVED04 = _solution_answers(EX04.name)
+MAX04 = sum(load_all()[i].points for c in nbformat.read(EX04, as_version=4).cells
+            for i in GRADE_CALL.findall(c.source) if not load_all()[i].manual)
 HOSTILE = [   # safe to grade as anyone: they can only hurt their own score
     "from course_lib.attention import scaled_dot_product_attention\n",
-    f"def {FN}(q, k, v, mask=None, *args, **kwargs):\n    while True:\n        pass\n",
+    SIGNATURE + "    while True:\n        pass\n",
     "import torch\nx = torch.ones(8 * 1024**3)\n",
 ]
 # Only root can defend against these (a uid of its own, a process limit, the submissions' folder
@@ -43,10 +45,12 @@ AS_ROOT = os.geteuid() == 0
 
 
 def _write(folder, student, exercise, answer):
+    """`answer`: None (blank), one source for every answer cell, or a list, one per answer cell."""
     nb = nbformat.read(exercise, as_version=4)
+    answers = iter(answer if isinstance(answer, list) else [answer] * len(nb.cells))
     for cell in nb.cells:
         if "answer" in cell.metadata.get("tags", []) and answer is not None:
-            cell.source = answer
+            cell.source = next(answers)
     (folder / student).mkdir()
     nbformat.write(nb, folder / student / exercise.name)
 
@@ -59,26 +63,26 @@ def test_grade_class_on_36_mixed_submissions(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
     expected = {}
-    classmate = folder / "s01" / EX01.name
+    classmate = folder / "s01" / EX00.name
     hostile = HOSTILE + [h.replace("{classmate!r}", repr(str(classmate))) for h in HOSTILE_AS_ROOT] * AS_ROOT
     if not AS_ROOT:
         print("grade-class: the attacks only root defends (overwriting /tmp, a fork bomb, reading a classmate's "
               "notebook) are not run: as an ordinary user the learner's process runs as you")
     for i in range(36):
         student = f"s{i:02d}"
-        kind = ["blank", "solved", "partial", "hostile", "solved00", "blank00"][i % 6]
+        kind = ["blank", "solved", "partial", "hostile", "solved04", "blank04"][i % 6]
         if kind == "blank":
-            _write(folder, student, EX01, None); expected[student] = ("01", 0)
-        elif kind == "solved":
-            _write(folder, student, EX01, SDPA); expected[student] = ("01", sum(POINTS.values()))
-        elif kind == "partial":
-            _write(folder, student, EX01, UNMASKED_ONLY); expected[student] = ("01", POINTS[UNMASKED])
-        elif kind == "hostile":
-            _write(folder, student, EX01, hostile[(i // 6) % len(hostile)]); expected[student] = ("01", 0)
-        elif kind == "solved00":
-            _write(folder, student, EX00, SOFTMAX); expected[student] = ("00", 1)
-        else:
             _write(folder, student, EX00, None); expected[student] = ("00", 0)
+        elif kind == "solved":
+            _write(folder, student, EX00, ANSWER); expected[student] = ("00", sum(POINTS.values()))
+        elif kind == "partial":
+            _write(folder, student, EX00, UNMASKED_ONLY); expected[student] = ("00", POINTS[UNMASKED])
+        elif kind == "hostile":
+            _write(folder, student, EX00, hostile[(i // 6) % len(hostile)]); expected[student] = ("00", 0)
+        elif kind == "solved04":
+            _write(folder, student, EX04, SOLVED04); expected[student] = ("04", MAX04)
+        else:
+            _write(folder, student, EX04, None); expected[student] = ("04", 0)
     submissions = sorted(folder.rglob("*.ipynb"))
     before = _digest(submissions)
     checks_before = _digest(sorted((ROOT / "course_tools" / "checks").glob("*.py")))

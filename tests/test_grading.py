@@ -55,7 +55,7 @@ def test_every_graded_item_is_registered():
 
 # ------------------------------------------------------------------ tampering, on exercise 01
 
-from tests.exercise01 import (ANSWER, EXERCISE, FULLY_MASKED, LOOPS_WHEN_MASKED, MASKED, POINTS,  # noqa: E402
+from tests.exercise00 import (ANSWER, EXERCISE, FULLY_MASKED, LOOPS_WHEN_MASKED, MASKED, POINTS,  # noqa: E402
                               SYNTAX_ERROR, UNMASKED, WRONG)
 
 

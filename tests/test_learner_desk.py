@@ -1,6 +1,6 @@
 """The learner's desk (issue 18): a workspace that is the learner's, commands where they are typed.
 
-A scripted learner session starts exercise 01 (`course start 01` copies it into work/), answers it,
+A scripted learner session starts the warm-up exercise 00 (`course start 00` copies it into work/), answers it,
 regenerates the exercises, self-checks, grades and reads `course progress`: the answer survives,
 progress counts a renamed copy by its lesson, and grading the lesson notebook changes nothing.
 The work folder and the grades file are temporary (COURSE_WORK_DIR, COURSE_GRADES_FILE): the
@@ -20,6 +20,7 @@ import pytest
 
 from course_tools import ROOT, cli, exercises, lab, progress, runner, selfcheck, workspace
 from course_tools.manifest import LESSONS
+from tests.exercise00 import ANSWER as ANSWER00, EXERCISE as EXERCISE00
 
 LESSON = LESSONS[1]                      # 01 scale-sqrt-dk
 EXERCISE = ROOT / "exercises" / "01_scale_sqrt_dk.ipynb"
@@ -31,6 +32,11 @@ def solution_answer() -> str:
     nb = nbformat.read(SOLUTION, as_version=4)
     source = next(c.source for c in nb.cells if "### BEGIN SOLUTION" in c.source)
     return "\n".join(l for l in source.splitlines() if "SOLUTION" not in l)
+
+
+WARM_UP = LESSONS[0]                     # 00 welcome: the grader tests' fixture (tests/exercise00.py)
+WARM_UP_EXERCISE = EXERCISE00
+WARM_UP_ANSWER = "\n".join(l for l in ANSWER00.splitlines() if "SOLUTION" not in l)   # as typed
 
 
 def write_answer(path: Path, answer: str) -> None:
@@ -54,64 +60,64 @@ def desk(tmp_path, monkeypatch):
 
 def test_a_learner_session_start_answer_regenerate_check_grade_progress(desk, capsys, monkeypatch):
     # start: a copy in work/, and the way to open it
-    assert cli.main(["start", "1"]) == 0
+    assert cli.main(["start", "0"]) == 0
     out = capsys.readouterr().out
-    work = desk / "work" / "01_scale_sqrt_dk_exercise.ipynb"   # not the lesson's name: two tabs, two titles
-    assert work == workspace.work_copy(LESSON) and work.name != LESSON.notebook.name
-    copied, exercise = nbformat.read(work, as_version=4), nbformat.read(EXERCISE, as_version=4)
+    work = desk / "work" / "00_welcome_exercise.ipynb"   # not the lesson's name: two tabs, two titles
+    assert work == workspace.work_copy(WARM_UP) and work.name != WARM_UP.notebook.name
+    copied, exercise = nbformat.read(work, as_version=4), nbformat.read(WARM_UP_EXERCISE, as_version=4)
     assert [(c.cell_type, c.source) for c in copied.cells] == [(c.cell_type, c.source) for c in exercise.cells]
     assert copied.metadata.course == exercise.metadata.course
     assert copied.metadata.kernelspec["display_name"] == lab.KERNEL_DISPLAY_NAME   # opens unmodified
     assert workspace.display(work) in out
-    assert "course lab" in out and "course check 01" in out and "course grade 01" in out
+    assert "course lab" in out and "course check 00" in out and "course grade 00" in out
 
     # answer it (in the work copy), then regenerate the exercises: the answer survives, and an edit
     # made in (a copy of) exercises/ itself survives too, with the learner's extra notebook
-    write_answer(work, solution_answer())
+    write_answer(work, WARM_UP_ANSWER)
     answered = work.read_bytes()
     generated = desk / "exercises"
     shutil.copytree(ROOT / "exercises", generated)
-    write_answer(generated / EXERCISE.name, solution_answer())
-    edited = (generated / EXERCISE.name).read_bytes()
+    write_answer(generated / WARM_UP_EXERCISE.name, WARM_UP_ANSWER)
+    edited = (generated / WARM_UP_EXERCISE.name).read_bytes()
     (generated / "my notes.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
     real_sync = exercises.sync
     monkeypatch.setattr(exercises, "sync", lambda **kw: real_sync(exercises_dir=generated, **kw))
     assert cli.main(["exercises"]) == 1                   # refuses, names the file, offers --force
     err = capsys.readouterr().err
-    assert f"kept exercises/{EXERCISE.name}" in err and "--force" in err
+    assert f"kept exercises/{WARM_UP_EXERCISE.name}" in err and "--force" in err
     assert work.read_bytes() == answered
-    assert (generated / EXERCISE.name).read_bytes() == edited
+    assert (generated / WARM_UP_EXERCISE.name).read_bytes() == edited
     assert (generated / "my notes.ipynb").exists()
-    assert cli.main(["start", "01"]) == 0                 # an existing copy is never replaced
+    assert cli.main(["start", "00"]) == 0                 # an existing copy is never replaced
     assert work.read_bytes() == answered
 
     # self-check (nbval) of the work copy, by lesson number
-    assert cli.main(["check", "01"]) == 0
+    assert cli.main(["check", "00"]) == 0
     out = capsys.readouterr().out
-    n = sum(len(selfcheck.GRADE_CALL.findall(c.source)) for c in nbformat.read(EXERCISE, as_version=4).cells)
-    assert str(work) in out and out.count("PASS  01.") == n and f"checks passed: {n} / {n}" in out
+    n = sum(len(selfcheck.GRADE_CALL.findall(c.source)) for c in nbformat.read(WARM_UP_EXERCISE, as_version=4).cells)
+    assert str(work) in out and out.count("PASS  00.") == n and f"checks passed: {n} / {n}" in out
 
     # progress: keyed by the lesson in the metadata, so a renamed copy counts too (here: untouched)
     renamed = desk / "elsewhere" / "my attempt (1).ipynb"
     renamed.parent.mkdir()
-    shutil.copy(EXERCISE, renamed)
+    shutil.copy(WARM_UP_EXERCISE, renamed)
     assert cli.main(["grade", str(renamed)]) == 0
     full = re.search(r"score: 0 / (\d+)", capsys.readouterr().out).group(1)
-    row = progress.table().set_index("lesson").loc["01"]
+    row = progress.table().set_index("lesson").loc["00"]
     assert row["last score"] == f"0 / {full}" and row["file graded"] == str(renamed.resolve())
 
     # grade, by lesson number: the work copy, with full marks
-    assert cli.main(["grade", "01"]) == 0
+    assert cli.main(["grade", "00"]) == 0
     out = capsys.readouterr().out
     assert str(work) in out and f"score: {full} / {full}" in out
-    row = progress.table().set_index("lesson").loc["01"]
+    row = progress.table().set_index("lesson").loc["00"]
     assert row["last score"] == f"{full} / {full}" and row["to do"] == ""
 
     # grading the lesson notebook is refused and changes nothing
     grades = (desk / "grades.jsonl").read_bytes()
-    assert cli.main(["grade", str(LESSON.notebook)]) == 2
+    assert cli.main(["grade", str(WARM_UP.notebook)]) == 2
     err = capsys.readouterr().err
-    assert "not an exercise" in err and "course start 01" in err
+    assert "not an exercise" in err and "course start 00" in err
     assert (desk / "grades.jsonl").read_bytes() == grades
     assert cli.main(["progress"]) == 0
     assert f"| {full} / {full}" in capsys.readouterr().out

@@ -1,8 +1,9 @@
 """One verdict (issue 18): the notebook's `check(...)` cells, `course check` and `course grade` pass
 and fail the same items, shortcut rules included.
 
-Exercise 01 in four versions - the official solution, the untouched exercise, an answer that calls
-`F.scaled_dot_product_attention` (a shortcut the grader refuses) and one that forgets √d_k - is run
+The warm-up exercise (00, a masked softmax) in four versions - the official solution, the untouched
+exercise, an answer that calls `F.softmax` (a shortcut the grader refuses) and one that returns NaN on
+fully masked rows - is run
 three ways: top to bottom in IPython as JupyterLab's kernel runs them (reading what each check
 cell shows), under `course check` (nbval) and under `course grade` (the sandboxed grader). Each item
 must get the same pass/fail from all three. A fifth copy with a syntax error shows that
@@ -22,9 +23,9 @@ import pytest
 from course_tools import ROOT, selfcheck
 from course_tools.grader import grade
 
-EXERCISE = ROOT / "exercises" / "01_scale_sqrt_dk.ipynb"
-SOLUTION = ROOT / "solutions" / "01_scale_sqrt_dk.ipynb"
-SYNTAX_ERROR = "def f(q, k, v, mask=None):\n    x = 1\n    return (q k)\n"
+from tests.exercise00 import EXERCISE, SOLUTION
+
+SYNTAX_ERROR = "def f(x, mask=None):\n    y = 1\n    return (x y)\n"
 
 
 def _solution_answer() -> str:
@@ -37,15 +38,15 @@ def _shortcut() -> str:
     """The official answer plus a call of the PyTorch built-in that does the whole job."""
     lines = _solution_answer().splitlines()
     at = 2 if lines[1].strip().startswith(('"""', "'''")) else 1      # after the def (and docstring)
-    lines.insert(at, "    _ = F.scaled_dot_product_attention(q, k, v)  # the built-in does it all")
+    lines.insert(at, "    _ = F.softmax(x, dim=-1)  # the built-in does it all")
     return "import torch.nn.functional as F\n" + "\n".join(lines)
 
 
-def _unscaled() -> str:
-    """The official answer without the 1/√d_k."""
+def _nan_rows() -> str:
+    """The official answer without the guard for fully masked rows (0 / 0 there)."""
     answer = _solution_answer()
-    assert "math.sqrt(q.shape[-1])" in answer
-    return answer.replace("math.sqrt(q.shape[-1])", "1.0")
+    assert "total.clamp_min(torch.finfo(x.dtype).tiny)" in answer
+    return answer.replace("total.clamp_min(torch.finfo(x.dtype).tiny)", "total")
 
 
 def _with_answer(tmp_path, name, answer):
@@ -113,7 +114,7 @@ def versions(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("verdicts")
     paths = {"solution": SOLUTION, "untouched": EXERCISE,
              "shortcut": _with_answer(tmp, "shortcut.ipynb", _shortcut()),
-             "unscaled": _with_answer(tmp, "no sqrt d_k.ipynb", _unscaled())}
+             "nan-rows": _with_answer(tmp, "nan rows.ipynb", _nan_rows())}
     syntax = _with_answer(tmp, "syntax.ipynb", SYNTAX_ERROR)
     checked = selfcheck.run(list(paths.values()) + [syntax])
     in_notebook = _in_the_notebook(paths.values())
@@ -126,7 +127,7 @@ def _course_check(result) -> dict[str, bool]:
     return {i: cell.outcome == "passed" for cell in result.cells for i in cell.checks}
 
 
-@pytest.mark.parametrize("version", ["solution", "untouched", "shortcut", "unscaled"])
+@pytest.mark.parametrize("version", ["solution", "untouched", "shortcut", "nan-rows"])
 def test_notebook_check_course_check_and_course_grade_agree(versions, version):
     paths, checked, graded, _, in_notebook = versions
     path = paths[version]
@@ -145,10 +146,10 @@ def test_notebook_check_course_check_and_course_grade_agree(versions, version):
         feedback = {i["feedback"] for i in graded[version]["items"]}
         assert len(feedback) == 1, feedback
         reason = feedback.pop()
-        assert "not graded: your code uses torch.nn.functional.scaled_dot_product_attention" in reason
+        assert "not graded: your code uses torch.nn.functional.softmax" in reason
         assert text.count(reason) == len(by_grade), text
-    if version == "unscaled":   # the hint case runs first, so its hint is what the learner reads
-        assert "√d_k?" in text, text
+    if version == "nan-rows":   # the diagnosis is what the learner reads
+        assert "0 / 0" in text, text
 
 
 def test_course_check_names_the_cell_on_screen_and_the_line(versions):
