@@ -70,18 +70,20 @@ def boxes(entries: list[dict]) -> dict[str, dict]:
 
 
 def schedule(items: list[Item], entries: list[dict], now: dt.datetime | None = None,
-             n: int | None = None) -> list[Item]:
+             n: int | None = None, rng=None) -> list[Item]:
     """The items to ask now: due ones first (never-seen and low boxes first: weakest first), then the
-    rest in the same order; at most `n`."""
+    rest in the same order; at most `n`. Ties are broken by `rng` when given - lessons and kinds
+    interleave as in an interview - else by id (numeric items of a lesson first)."""
     now = now or dt.datetime.now()
     state = boxes(entries)
+    tie = {item.id: (rng.random() if rng else 0.0, item.id) for item in items}
 
     def key(item: Item):
         s = state.get(item.id)
         if s is None:
-            return (0, 0, 0.0, item.id)                        # never answered: due, weakest
+            return (0, 0, 0.0, tie[item.id])                   # never answered: due, weakest
         due = s["due"] <= now
-        return (0 if due else 1, s["box"], s["last"].timestamp(), item.id)
+        return (0 if due else 1, s["box"], s["last"].timestamp(), tie[item.id])
 
     ordered = sorted(items, key=key)
     return ordered[:n] if n else ordered
@@ -123,12 +125,23 @@ def lessons_run_so_far() -> set[int]:
     return done
 
 
+def push_back(item: Item, pool: list[Item]) -> Item | None:
+    """The interviewer's follow-up after `item`: a choice item of the same lesson with a folklore
+    option (the lesson's pitfall: the answer people give), other than `item` itself."""
+    return next((other for other in pool if other.lesson == item.lesson and other.id != item.id
+                 and other.kind == "choice" and other.folklore is not None), None)
+
+
 def run_session(items: list[Item], lang: str = "en", read=input, write=print,
-                ranges: dict | None = None, short_answers: dict | None = None, rng=None,
-                shuffle: bool = True) -> list[dict]:
+                ranges: dict | None = None, model_answers: dict | None = None, rng=None,
+                shuffle: bool = True, follow_ups: list[Item] | None = None) -> list[dict]:
     """Ask each item, check, record. Choice options are shown in a fresh order (the right one is not
     always in one place); an answer that is not a number (numeric) or a letter (choice) is asked
-    again once, not recorded as wrong. `read` raises EOFError when the input ends (stops early)."""
+    again once, not recorded as wrong. After the first item of a lesson, the interviewer pushes back
+    once with that lesson's folklore (`push_back` over `follow_ups`): agree or not, then the reason.
+    `model_answers` {(lesson, lang): text} is the model answer of an explain item (the ≤ 40-word
+    "say this"; the lesson's short answer is the long one). `read` raises EOFError when the input
+    ends (stops early)."""
     import random
     rng = rng or random.Random()
     ranges = claim_ranges() if ranges is None else ranges
@@ -139,7 +152,7 @@ def run_session(items: list[Item], lang: str = "en", read=input, write=print,
         "zh" if lang == "zh" else "en"]
     kinds = {"en": {"numeric": "a number", "choice": "choose one", "explain": "explain"},
              "zh": {"numeric": "数值题", "choice": "选择题", "explain": "简答题"}}["zh" if lang == "zh" else "en"]
-    recorded = []
+    recorded, pushed = [], set()
     for number, item in enumerate(items, 1):
         lesson = f"第 {item.lesson:02d} 课" if lang == "zh" else f"lesson {item.lesson:02d}"
         write(f"\n[{number}/{len(items)}] {lesson} · {kinds.get(item.kind, item.kind)}")
@@ -159,9 +172,10 @@ def run_session(items: list[Item], lang: str = "en", read=input, write=print,
             elif item.kind == "choice" and choice_index(answer, len(item.options)) is None:
                 answer = read(again["choice"])
             if item.kind == "explain":
-                model = (short_answers or {}).get((item.lesson, lang), "")
-                write(("参考答案（本课的简答）：\n" if lang == "zh" else "model answer (the lesson's short answer):\n")
-                      + plain_text(model))
+                model = (model_answers or {}).get((item.lesson, lang), "")
+                write(("参考答案：\n" if lang == "zh" else "model answer:\n") + plain_text(model)
+                      + (f"\n（完整回答：第 {item.lesson:02d} 课「中文简答」）" if lang == "zh"
+                         else f"\n(the long answer: lesson {item.lesson:02d}, \"The short answer\")"))
                 judged = read("你的回答是否涵盖了这些要点？[y/n] > " if lang == "zh"
                               else "did yours make the same points? [y/n] > ").strip().lower()
                 verdict = check(item, answer, ranges, lang, self_judged=judged.startswith(("y", "是")))
@@ -174,21 +188,30 @@ def run_session(items: list[Item], lang: str = "en", read=input, write=print,
               f"{w['right'] if verdict.correct else w['review']}: {plain_text(verdict.message)}")
         write(w["reread"].format(lesson=f"{item.lesson:02d}", cell=item.cell))
         recorded.append(record(item, answer, verdict))
+        # never one the session asks anyway: the push-back would give its answer away
+        follow = push_back(item, [f for f in follow_ups or [] if f not in items]) if item.lesson not in pushed else None
+        if follow is not None:
+            pushed.add(item.lesson)
+            claim = plain_text(follow.options[follow.folklore].get(lang) or follow.options[follow.folklore]["en"])
+            asked = plain_text(follow.text("question", lang))
+            try:
+                said = read(f"面试官追问：{asked} 有人答「{claim}」。你同意吗？[y/n] > " if lang == "zh"
+                            else f"The interviewer pushes back: {asked} Someone answers \"{claim}\" - "
+                                 "do you agree? [y/n] > ")
+            except EOFError:
+                break
+            agreed = said.strip().lower().startswith(("y", "是", "同意"))
+            right = plain_text(follow.options[follow.answer].get(lang) or follow.options[follow.answer]["en"])
+            if lang == "zh":
+                write(("不对，这是常见误区。" if agreed else "对，这是常见误区。") + f"更准确的说法：{right}"
+                      + f"（{plain_text(follow.text('why', lang))}）")
+            else:
+                write(("No - that is the folklore. " if agreed else "Right - that is the folklore. ")
+                      + f"Closer to the truth: {right} ({plain_text(follow.text('why', lang))})")
     right = sum(1 for e in recorded if e["correct"])
     write(f"\n答对 {right} / {len(recorded)}。记录：{interview_file()}" if lang == "zh"
           else f"\n{right} of {len(recorded)} right. History: {interview_file()}")
     return recorded
-
-
-def short_answer_texts() -> dict:
-    """{(lesson number, "en" or "zh"): the lesson's short answer ("" when it has none)}."""
-    found = {}
-    for lesson in LESSONS:
-        if lesson.number:
-            answers = short_answers(lesson.notebook)
-            for lang in ("en", "zh"):
-                found[(lesson.number, lang)] = answers.get(lang, "")
-    return found
 
 
 def main(lesson: int | None, all_lessons: bool, lang: str, n: int, in_order: bool = False) -> int:
@@ -208,8 +231,11 @@ def main(lesson: int | None, all_lessons: bool, lang: str, n: int, in_order: boo
     # a numeric item whose claim is not in the sweep data cannot be checked: left out (the tests say so)
     items = [item for card in cards for item in card.items
              if item.kind != "numeric" or (f"{item.lesson:02d}", item.claim) in ranges]
-    chosen = schedule(items, history(), n=n)
-    run_session(chosen, lang=lang, ranges=ranges, short_answers=short_answer_texts(), shuffle=not in_order)
+    import random
+    chosen = schedule(items, history(), n=n, rng=None if in_order else random.Random())
+    say_this = {(card.lesson, l): card.say_this.get(l, "") for card in cards for l in ("en", "zh")}
+    run_session(chosen, lang=lang, ranges=ranges, model_answers=say_this, shuffle=not in_order,
+                follow_ups=items)
     return 0
 
 

@@ -195,7 +195,8 @@ def test_course_interview_through_stdin_right_wrong_history_and_schedule(tmp_pat
             return ["abcdefgh"[(item.answer + 1) % len(item.options)]]
         return ["no idea", "n"]
     history = tmp_path / "interview.jsonl"
-    stdin = "\n".join(right(first) + wrong(second)) + "\n"
+    pushed_back = ["n"] if interview.push_back(first, items) else []   # the interviewer's follow-up, once
+    stdin = "\n".join(right(first) + pushed_back + wrong(second)) + "\n"
     env = {**os.environ, interview.INTERVIEW_ENV: str(history)}
     result = subprocess.run([sys.executable, "-m", "course_tools.cli", "interview", "--lesson", "01", "--n", "3",
                              "--in-order"],
@@ -237,3 +238,38 @@ def test_a_practice_run_shuffles_options_asks_again_for_a_non_answer_and_speaks_
 def test_latex_is_plain_text_in_the_terminal():
     from course_lib.quiz import plain_text
     assert plain_text(r"why $\sqrt{d_\text{model}}$, not $\frac{1}{\sqrt{d_k}}$?") == "why √d_model, not (1)/(√d_k)?"
+
+
+def test_a_mock_interview_interleaves_pushes_back_with_the_folklore_and_shows_the_short_say_this(
+        tmp_path, monkeypatch):
+    """Items of several lessons and kinds are mixed (not sorted by id); after a lesson's first item the
+    interviewer pushes back once with that lesson's folklore; an explain item's model answer is the
+    card's "say this", with where the long answer is."""
+    import random
+    from course_lib.quiz import load_card
+    monkeypatch.setenv(interview.INTERVIEW_ENV, str(tmp_path / "h.jsonl"))
+    cards = [load_card(n, LESSONS[n].notebook) for n in (1, 2, 3)]
+    items = [i for c in cards for i in c.items]
+    orders = {tuple(i.id for i in interview.schedule(items, [], rng=random.Random(seed))) for seed in range(5)}
+    assert len(orders) > 1                                       # shuffled ties
+    ordered = interview.schedule(items, [], rng=random.Random(0))
+    assert [i.id for i in ordered] != sorted(i.id for i in items)
+    assert len({i.kind for i in ordered[:4]}) > 1 or len({i.lesson for i in ordered[:4]}) > 1
+    explain = next(i for i in cards[0].items if i.kind == "explain")
+    folklore = interview.push_back(explain, items)
+    assert folklore is not None and folklore.lesson == 1 and folklore.folklore is not None
+    say = {(1, "en"): cards[0].say_this["en"], (1, "zh"): cards[0].say_this["zh"]}
+    for lang, frame in (("en", "pushes back"), ("zh", "面试官追问")):
+        answers = iter(["because of variance", "y", "y"])
+        prompts, shown = [], []
+
+        def read(prompt):
+            prompts.append(prompt)
+            return next(answers)
+        interview.run_session([explain], lang=lang, read=read, write=shown.append, ranges=RANGES,
+                              model_answers=say, follow_ups=items, rng=random.Random(1))
+        assert any(frame in p for p in prompts), prompts
+        assert any(cards[0].say_this[lang] in line for line in shown)
+        assert len(cards[0].say_this["en"].split()) <= 60
+        if lang == "zh":
+            assert not any(w in line for line in shown for w in ("model answer", "pushes back", "folklore", "right", "wrong"))

@@ -100,8 +100,9 @@ def check_scale(fn, rng):
         if d_k == 64 and sigma == 1.0:
             raise CheckFailed(f"[{case}] got {got:.6g}: with unit-variance components (the lesson's setting) the "
                               "factor is the lesson's 1/√d_k")
-        raise CheckFailed(f"[{case}] got {got:.6g}, expected {want:.6g}: q·k sums d_k products q_i·k_i - what is "
-                          "the variance of one product, of the sum, and so the factor that brings it to 1?")
+        raise CheckFailed(f"[{case}] got {got:.6g}: with it the scaled scores have variance {(got / want) ** 2:.3g}, "
+                          "not 1. q·k sums d_k products q_i·k_i - what is the variance of one product, of the sum, "
+                          "and so the factor that brings it to 1?")
     return "the factor keeps the variance of the scores at 1 for every d_k and σ tried"
 
 
@@ -171,7 +172,7 @@ def check_score_variance(fn, scale_fn, rng):
                           "dot products")
     try:   # the note: the learner's factor applied to their own measurement
         d_k, sigma = 256, 2.0
-        measured = _variance(fn, "note", d_k, sigma, 4000, 0)
+        measured = _variance(fn, "note", d_k, sigma, 10000, 0)
         factor = _number("note", scale_fn(d_k, sigma), "score_scale")
         return (f"at d_k = {d_k}, σ = {sigma:g} you measured var(q·k) = {measured:.4g}; times your "
                 f"score_scale({d_k}, {sigma:g})² that is {measured * factor ** 2:.3g} (1 is the goal)")
@@ -268,7 +269,7 @@ def check_top_weight(fn, predicted, rng):
     said = (f"you predicted {float(predicted):.3g}" if isinstance(predicted, numbers.Real) and not isinstance(predicted, bool)
             else "no prediction recorded")
     return (f"{said}; at d_k = {d}, {m} keys, σ = {s:g} your measurement with the usual 1/√d_k gives {usual:.2f} "
-            f"(σ = 1: {unit:.2f}; uniform would be {1 / m:.3f}), with 1/(σ²√d_k) {right:.2f}")
+            f"(σ = 1: {unit:.2f}; uniform would be {1 / m:.3f}), with Part A's factor for σ = {s:g} {right:.2f}")
 
 
 written("01.written", points=2, rubric=(
