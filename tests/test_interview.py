@@ -273,3 +273,24 @@ def test_a_mock_interview_interleaves_pushes_back_with_the_folklore_and_shows_th
         assert len(cards[0].say_this["en"].split()) <= 60
         if lang == "zh":
             assert not any(w in line for line in shown for w in ("model answer", "pushes back", "folklore", "right", "wrong"))
+
+
+def _choice_items():
+    from course_lib.quiz import load_card
+    return [item for lesson in LESSONS_WITH_ITEMS for item in load_card(lesson.number, lesson.notebook).items
+            if item.kind == "choice"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_quiz_cannot_be_gamed_by_length_or_position(lang):
+    """Always picking the longest option, or always the first as stored, scores at most chance + 10%
+    over all choice items (issue 33); the options are also shuffled per session."""
+    items = _choice_items()
+    chance = sum(1 / len(item.options) for item in items) / len(items)
+
+    def length(option):
+        return len(option.get(lang) or option["en"])
+    longest = sum(max(range(len(i.options)), key=lambda k: length(i.options[k])) == i.answer for i in items)
+    first = sum(i.answer == 0 for i in items)
+    assert longest / len(items) <= chance + 0.10, f"longest option right in {longest} of {len(items)} ({lang})"
+    assert first / len(items) <= chance + 0.10, f"first option right in {first} of {len(items)}"
