@@ -11,6 +11,10 @@ one implementation of the items and of their checking. An item is one of
   (relative to the larger end, default 0.1): the answer stays true when the lesson changes and
   the sweep re-runs. A claim stated in log10 (a ratio whose order of magnitude is the claim) is
   asked for as the ratio itself with `"log10": true`: the range is 10 to the claim's ends;
+- **numeric, derived**: a number the learner derives from the numbers the question gives (BERT-base's
+  parameter count from L, H, V, ...): `"value"` instead of `"claim"` (the answer in the question's
+  unit), `tolerance` relative to it (default 0.05), and `"derivation"` {"en": ..., "zh": ...}, the
+  worked arithmetic shown after the answer. A numeric item has exactly one of `claim` and `value`;
 - **choice**: options in both languages, `answer` the index of the right one, `folklore` the
   index of the usual answer the lesson corrects (one of the wrong options), when there is one;
 - **explain**: free text, then the lesson's short answer beside it; the learner judges whether
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +68,8 @@ class Item:
     options: list = field(default_factory=list)
     answer: int | None = None
     folklore: int | None = None
+    value: float | None = None          # a derived numeric item's answer (instead of `claim`)
+    derivation: dict | None = None      # its worked arithmetic, {"en": ..., "zh": ...}
 
     def text(self, key: str, lang: str) -> str:
         value = getattr(self, key)
@@ -99,18 +106,21 @@ def parse_card(lesson: int, meta: dict) -> Card:
         kind = raw.get("kind")
         if kind not in KINDS:
             raise InterviewError(f"{name}: kind: expected one of {KINDS}, got {kind!r}")
+        derived = kind == "numeric" and "value" in raw
         item = Item(lesson=lesson, id=str(raw.get("id", "")), kind=kind,
                     question=_bilingual(name, "question", raw.get("question")),
                     why=_bilingual(name, "why", raw.get("why")), cell=str(raw.get("cell", "")),
-                    claim=raw.get("claim"), tolerance=float(raw.get("tolerance", 0.1)),
+                    claim=raw.get("claim"), tolerance=float(raw.get("tolerance", 0.05 if derived else 0.1)),
                     scale=float(raw.get("scale", 1.0)), unit=str(raw.get("unit", "")),
                     log10=bool(raw.get("log10", False)),
                     options=[_bilingual(name, f"options[{i}]", o) for i, o in enumerate(raw.get("options", []))],
                     answer=raw.get("answer"), folklore=raw.get("folklore"))
         if not item.id.startswith(f"{lesson:02d}-"):
             raise InterviewError(f"{name}: id: expected to start with '{lesson:02d}-'")
-        if kind == "numeric" and not isinstance(item.claim, str):
-            raise InterviewError(f"{name}: a numeric item names the claim it is bound to ('claim')")
+        if kind == "numeric":
+            _numeric_source(name, raw, item)
+        elif "value" in raw or "derivation" in raw:
+            raise InterviewError(f"{name}: value/derivation: only a numeric item has them, not a {kind} item")
         if kind == "choice":
             if len(item.options) < 2 or not isinstance(item.answer, int) or not 0 <= item.answer < len(item.options):
                 raise InterviewError(f"{name}: a choice item needs >= 2 options and answer in "
@@ -123,6 +133,34 @@ def parse_card(lesson: int, meta: dict) -> Card:
                 formula=str(data.get("formula", "")), numbers=list(data.get("numbers", [])),
                 folklore=_bilingual(where, "folklore", data.get("folklore")),
                 measured=_bilingual(where, "measured", data.get("measured")), items=items)
+
+
+def _numeric_source(name: str, raw: dict, item: Item) -> None:
+    """Validate where a numeric item's answer comes from: exactly one of `claim` (a measured
+    number of the sweep) and `value` (a derived one, with its `derivation`); sets item.value and
+    item.derivation."""
+    has_claim, has_value = raw.get("claim") is not None, "value" in raw
+    if has_claim and has_value:
+        raise InterviewError(f"{name}: claim/value: a numeric item gives either 'claim' (a measured number) "
+                             "or 'value' (a derived one), not both")
+    if not has_value:
+        if not isinstance(item.claim, str):
+            raise InterviewError(f"{name}: a numeric item names the claim it is bound to ('claim') "
+                                 "or gives the derived answer ('value' with its 'derivation')")
+        if "derivation" in raw:
+            raise InterviewError(f"{name}: derivation: only a derived item ('value') has one")
+        return
+    value = raw["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InterviewError(f"{name}: value: expected a finite number (the answer in the question's unit), "
+                             f"got {value!r}")
+    for key in ("scale", "log10"):
+        if key in raw:
+            raise InterviewError(f"{name}: {key}: a derived item's value is the answer as asked (no {key!r})")
+    if not 0 < item.tolerance < 1:
+        raise InterviewError(f"{name}: tolerance: expected a relative tolerance in (0, 1), got {item.tolerance!r}")
+    item.value = float(value)
+    item.derivation = _bilingual(name, "derivation", raw.get("derivation"))
 
 
 def notebook_of(lesson: int) -> Path:
@@ -156,6 +194,12 @@ def claim_ranges(path: Path | None = None) -> dict[tuple[str, str], tuple[float,
                 for row in csv.DictReader(handle)}
 
 
+def checkable(item: Item, ranges: dict) -> bool:
+    """Whether `item` can be checked: any item but a numeric one bound to a claim missing from the
+    sweep data (`ranges`); a derived item needs none."""
+    return item.kind != "numeric" or item.value is not None or (f"{item.lesson:02d}", item.claim) in ranges
+
+
 def measured_range(low: float, high: float, scale: float = 1.0, log10: bool = False) -> tuple[float, float]:
     """A claim's swept range as a learner reads it: 10 to the ends when the claim is stated in
     log10 (`log10`), times `scale`. The one conversion the quiz and the cheat sheet use."""
@@ -167,11 +211,25 @@ def measured_range(low: float, high: float, scale: float = 1.0, log10: bool = Fa
 def accepted_range(item: Item, ranges: dict) -> tuple[float, float]:
     """The numeric answers accepted for `item`: its claim's swept range, as the learner reads it
     (`measured_range`), widened by `tolerance` of the larger end (KeyError when the claim is not
-    in the sweep data)."""
+    in the sweep data); for a derived item, its value times 1 ± `tolerance`."""
+    if item.value is not None:
+        widen = item.tolerance * abs(item.value)
+        return item.value - widen, item.value + widen
     low, high, _ = ranges[(f"{item.lesson:02d}", item.claim)]
     low, high = measured_range(low, high, item.scale, item.log10)
     widen = item.tolerance * max(abs(low), abs(high))
     return low - widen, high + widen
+
+
+def _with_unit(shown: str, unit: str) -> str:
+    return shown + (f" {unit}" if unit[:1].isalpha() else unit)
+
+
+def _derived(item: Item) -> str:
+    """A derived item's value as the learner reads it: '≈ 109.5 M' (4 significant digits), '12%'."""
+    x = item.value
+    shown = f"{x:.4g}" if abs(x) < 1000 else f"{x:,.0f}"
+    return ("" if float(shown.replace(",", "")) == x else "≈ ") + _with_unit(shown, item.unit)
 
 
 def _measured(item: Item, ranges: dict) -> tuple[str, int]:
@@ -179,7 +237,7 @@ def _measured(item: Item, ranges: dict) -> tuple[str, int]:
     low, high, runs = ranges[(f"{item.lesson:02d}", item.claim)]
     low, high = measured_range(low, high, item.scale, item.log10)
     shown = _fmt(low) if _fmt(low) == _fmt(high) else f"{_fmt(low)}–{_fmt(high)}"   # "42 heads", not "42–42heads"
-    return shown + (f" {item.unit}" if item.unit[:1].isalpha() else item.unit), runs
+    return _with_unit(shown, item.unit), runs
 
 
 def parse_number(text: str, unit: str = "") -> float | None:
@@ -224,12 +282,12 @@ class Verdict:
 
 #: The words of a verdict in each language (the page's script has the same, `quiz.js`).
 WORDS = {
-    "en": {"right": "right", "wrong": "wrong", "measured": "measured", "over": "over {runs} runs",
-           "accepted": "accepted", "no_number": "no number in {answer!r}", "letter": "answer with a letter",
+    "en": {"right": "right", "wrong": "wrong", "measured": "measured", "derived": "derived",
+           "over": "over {runs} runs", "accepted": "accepted", "no_number": "no number in {answer!r}", "letter": "answer with a letter",
            "the_right_one": "the right one", "folklore": "wrong — that is the usual answer the lesson corrects",
            "reread": "reread: lesson {lesson}, “{cell}”", "review": "to review"},
-    "zh": {"right": "正确", "wrong": "错误", "measured": "实测", "over": "（{runs} 次运行）",
-           "accepted": "可接受", "no_number": "回答 {answer!r} 中没有数字", "letter": "请用字母作答",
+    "zh": {"right": "正确", "wrong": "错误", "measured": "实测", "derived": "推导值",
+           "over": "（{runs} 次运行）", "accepted": "可接受", "no_number": "回答 {answer!r} 中没有数字", "letter": "请用字母作答",
            "the_right_one": "正确选项", "folklore": "错误——这正是本课纠正的常见说法",
            "reread": "重读：第 {lesson} 课，“{cell}”", "review": "需复习"},
 }
@@ -252,8 +310,12 @@ def check(item: Item, answer: str, ranges: dict, lang: str = "en", self_judged: 
     if item.kind == "numeric":
         low, high = accepted_range(item, ranges)
         got = parse_number(answer, item.unit)
-        shown, runs = _measured(item, ranges)
-        measured = f"{w['measured']} {shown} {w['over'].format(runs=runs)}"
+        if item.value is not None:    # derived: the value, then how it is derived
+            measured = f"{w['derived']} {_derived(item)}"
+            why = f"{_stop(item.text('derivation', lang))} {why}"
+        else:
+            shown, runs = _measured(item, ranges)
+            measured = f"{w['measured']} {shown} {w['over'].format(runs=runs)}"
         if got is None:
             return Verdict(False, f"{w['no_number'].format(answer=answer)}; {measured}. {_stop(why)}")
         ok = low <= got <= high
@@ -340,14 +402,21 @@ def short_answers_in(cells, markers: bool = False) -> dict:
 
 def payload(card: Card, ranges: dict, model_answers: dict) -> list[dict]:
     """The card's items as the page's script reads them: texts in both languages, the accepted
-    range of each numeric item (computed here, so the script only compares), the model answer."""
+    range of each numeric item (computed here, so the script only compares), the model answer;
+    a derived item's value as `measured` ('≈ 109.5 M (derived)'), its `derivation`, and `why`
+    preceded by the derivation (what the page shows after the answer)."""
     items = []
     for item in card.items:
-        if item.kind == "numeric" and (f"{item.lesson:02d}", item.claim) not in ranges:
+        if not checkable(item, ranges):
             continue   # its claim is not in the sweep data (yet): tests/test_interview.py says so
         entry = {"id": item.id, "lesson": f"{item.lesson:02d}", "kind": item.kind, "question": item.question,
                  "why": item.why, "cell": item.cell}
-        if item.kind == "numeric":
+        if item.kind == "numeric" and item.value is not None:
+            # the script shows `why` after the verdict: the derivation goes first (quiz.js unchanged)
+            entry.update(accepted=list(accepted_range(item, ranges)), unit=item.unit,
+                         measured=f"{_derived(item)} (derived)", derivation=item.derivation,
+                         why={lang: f"{_stop(item.derivation[lang])} {item.why[lang]}" for lang in LANGS})
+        elif item.kind == "numeric":
             low, high = accepted_range(item, ranges)
             shown, runs = _measured(item, ranges)
             entry.update(accepted=[low, high], unit=item.unit, measured=f"{shown} ({runs} runs)")

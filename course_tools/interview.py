@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from course_lib.quiz import (BOX_DAYS, WORDS, Card, InterviewError, Item, Verdict,  # noqa: F401
-                             accepted_range, check, choice_index, claim_ranges, load_card, parse_card,
+                             accepted_range, check, checkable, choice_index, claim_ranges, load_card, parse_card,
                              parse_number, plain_text, short_answers)
 
 from . import ROOT
@@ -229,8 +229,7 @@ def main(lesson: int | None, all_lessons: bool, lang: str, n: int, in_order: boo
         cards = chosen or cards
     ranges = claim_ranges()
     # a numeric item whose claim is not in the sweep data cannot be checked: left out (the tests say so)
-    items = [item for card in cards for item in card.items
-             if item.kind != "numeric" or (f"{item.lesson:02d}", item.claim) in ranges]
+    items = [item for card in cards for item in card.items if checkable(item, ranges)]
     import random
     chosen = schedule(items, history(), n=n, rng=None if in_order else random.Random())
     say_this = {(card.lesson, l): card.say_this.get(l, "") for card in cards for l in ("en", "zh")}

@@ -66,6 +66,15 @@ def test_choice_answers_name_the_folklore():
     ("items", [{"id": "01-a", "kind": "essay", "question": EN_ZH, "why": EN_ZH}], "kind: expected one of"),
     ("items", [{"id": "02-a", "kind": "explain", "question": EN_ZH, "why": EN_ZH}], "id: expected to start with '01-'"),
     ("items", [{"id": "01-a", "kind": "numeric", "question": EN_ZH, "why": EN_ZH}], "names the claim"),
+    ("items", [{"id": "01-a", "kind": "numeric", "claim": "starved share", "value": 0.45, "derivation": EN_ZH,
+                "question": EN_ZH, "why": EN_ZH}], "claim/value: .* not both"),
+    ("items", [{"id": "01-a", "kind": "numeric", "value": 110, "question": EN_ZH, "why": EN_ZH}], "derivation: expected"),
+    ("items", [{"id": "01-a", "kind": "numeric", "value": 110, "derivation": {"en": "12·(4H²+…)"},
+                "question": EN_ZH, "why": EN_ZH}], "derivation: expected"),
+    ("items", [{"id": "01-a", "kind": "numeric", "value": "110M", "derivation": EN_ZH, "question": EN_ZH,
+                "why": EN_ZH}], "value: expected a finite number"),
+    ("items", [{"id": "01-a", "kind": "numeric", "claim": "starved share", "derivation": EN_ZH, "question": EN_ZH,
+                "why": EN_ZH}], "derivation: only a derived item"),
     ("items", [{"id": "01-a", "kind": "choice", "question": EN_ZH, "why": EN_ZH, "options": [EN_ZH, EN_ZH],
                 "answer": 2}], "answer in \\[0, 2\\)"),
     ("items", [{"id": "01-a", "kind": "choice", "question": EN_ZH, "why": EN_ZH, "options": [EN_ZH, EN_ZH],
@@ -74,6 +83,58 @@ def test_choice_answers_name_the_folklore():
 def test_malformed_items_are_refused_with_the_field(field, value, message):
     with pytest.raises(interview.InterviewError, match=message):
         _card(**{field: value})
+
+
+DERIVED = {"id": "01-bert-base", "kind": "numeric", "value": 109.48224, "unit": "M", "cell": "Build",
+           "question": {"en": "BERT-base's parameter count? Answer in millions.", "zh": "BERT-base 的参数量？以百万作答。"},
+           "derivation": {"en": "23.8M embeddings + 12 × 7.09M + 0.59M pooler = 109.5M",
+                          "zh": "嵌入 23.8M + 12 × 7.09M + pooler 0.59M = 109.5M"},
+           "why": {"en": "it is arithmetic on the config", "zh": "只是对配置的算术"}}
+
+
+def test_a_derived_numeric_item_is_accepted_within_its_value_and_shows_the_derivation():
+    """A numeric item with "value" (no claim) is checked against value·(1 ± tolerance), default 0.05,
+    without sweep data; the verdict gives the value and the derivation."""
+    item = _card(items=[DERIVED]).items[0]
+    assert item.claim is None and item.tolerance == 0.05
+    assert interview.accepted_range(item, {}) == pytest.approx((109.48224 * 0.95, 109.48224 * 1.05))
+    for answer in ("109.5", "110", "110M", "about 110 million"):
+        assert interview.check(item, answer, {}).correct is True, answer
+    wrong = interview.check(item, "340", {})
+    assert wrong.correct is False and "derived ≈ 109.5 M" in wrong.message
+    assert "23.8M embeddings" in wrong.message and "arithmetic on the config" in wrong.message
+    zh = interview.check(item, "不知道", {}, lang="zh")
+    assert zh.correct is False and "推导值" in zh.message and "嵌入 23.8M" in zh.message
+    assert interview.check(_card(items=[{**DERIVED, "tolerance": 0.5}]).items[0], "160", {}).correct is True
+
+
+def test_the_bert_base_parameter_count_of_lesson_18_is_derived():
+    from course_lib.quiz import check, claim_ranges, load_card
+    card = load_card(18, LESSONS[18].notebook)
+    item = next(i for i in card.items if i.id == "18-bert-base-params")
+    assert item.value == pytest.approx(109.48224) and item.claim is None
+    ranges = claim_ranges()
+    assert check(item, "109.5", ranges).correct is True
+    assert check(item, "110", ranges).correct is True
+    assert check(item, "340", ranges).correct is False     # BERT-large's count is not BERT-base's
+
+
+def test_the_page_payload_of_a_derived_item_carries_its_accepted_range_value_and_derivation():
+    from course_lib.quiz import payload, quiz_html
+    card = _card()
+    card.items[0] = _card(items=[DERIVED]).items[0]
+    entries = payload(card, {}, {"en": "model", "zh": "参考"})    # no sweep data: the derived item stays
+    entry = next(e for e in entries if e["id"] == "01-bert-base")
+    assert entry["accepted"] == pytest.approx([109.48224 * 0.95, 109.48224 * 1.05])
+    assert entry["measured"] == "≈ 109.5 M (derived)" and entry["unit"] == "M"
+    assert entry["derivation"] == DERIVED["derivation"]
+    for lang in ("en", "zh"):    # the page shows `why` after the answer: the derivation first
+        assert entry["why"][lang].startswith(DERIVED["derivation"][lang])
+        assert entry["why"][lang].endswith(DERIVED["why"][lang])
+    assert "109.5 M (derived)" in quiz_html(entries)
+    # `course interview` asks the items it can check: a derived one needs no sweep data
+    from course_lib.quiz import checkable
+    assert checkable(_card(items=[DERIVED]).items[0], {})
 
 
 def test_a_wrong_answer_comes_back_sooner_than_a_right_one(tmp_path):
@@ -131,7 +192,12 @@ def test_every_lesson_has_items_of_each_kind_bound_to_its_claims(lesson):
     assert 4 <= len(kinds) <= 8 and {"numeric", "choice", "explain"} <= set(kinds), f"{lesson.stem}: {kinds}"
     ranges = claim_ranges()
     for item in card.items:
-        if item.kind == "numeric":
+        if item.kind == "numeric" and item.value is not None:   # derived: the answer and its arithmetic
+            assert item.value > 0, f"{item.id}: value {item.value!r}"
+            assert all(item.derivation.get(lang, "").strip() for lang in ("en", "zh")), f"{item.id}: derivation"
+            low, high = interview.accepted_range(item, ranges)
+            assert low < item.value < high
+        elif item.kind == "numeric":
             key = (f"{lesson.number:02d}", item.claim)
             assert key in ranges, f"{item.id}: no claim {item.claim!r} in docs/sweep/claims.csv"
             low, high = interview.accepted_range(item, ranges)
