@@ -20,6 +20,8 @@ from course_tools import ROOT
 from course_tools.gradebook import (LmsName, RosterError, cell, lms_name, match, read_roster, readable, submissions,
                                     write_csv)
 from course_tools.grader import item_seed
+from course_tools.grading import load_all
+from tests.exercise00 import POINTS as POINTS00
 
 pytestmark = pytest.mark.grader
 
@@ -34,10 +36,11 @@ def _answers(stem):
 
 
 SOFTMAX = _answers("00_welcome.ipynb")[0]
+MAX00 = sum(POINTS00.values())                    # the warm-up: three items of one point
 SOLVED01 = _answers("01_scale_sqrt_dk.ipynb")      # every answer cell of exercise 01, solved
 # wrong on every case: the first failing case's shape (in the feedback) is drawn from the seed, so
 # identical feedback on a regrade shows the seed was honoured
-WRONG_SOFTMAX = "def softmax(x):\n    e = (x - x.max(-1, keepdim=True).values).exp()\n    return e / e.sum(-1, keepdim=True) + 0.5\n"
+WRONG_SOFTMAX = "def softmax(x, mask=None):\n    e = (x - x.max(-1, keepdim=True).values).exp()\n    return e / e.sum(-1, keepdim=True) + 0.5\n"
 
 
 def _notebook(path: Path, exercise: Path, answer: str | list[str] | None) -> Path:
@@ -183,8 +186,9 @@ def test_a_cp1252_name_200_empty_files_and_link_loops_grade_with_exit_0(tmp_path
     for row in rows:
         by_student.setdefault(row["student"], []).append(row)
     (mueller_row,) = by_student["Müller"]
-    assert (mueller_row["lesson"], mueller_row["score"], mueller_row["max"], mueller_row["error"]) == ("00", "1", "1", "")
-    assert mueller_row["feedback"] == "the item passed" and mueller_row["seed"].isdigit()
+    assert (mueller_row["lesson"], mueller_row["score"], mueller_row["max"], mueller_row["error"]) == \
+        ("00", str(MAX00), str(MAX00), "")
+    assert mueller_row["feedback"] == f"all {MAX00} items passed" and mueller_row["seed"].isdigit()
     empties = by_student["zz_empty"]
     assert len(empties) == 201 and all(r["error"] for r in empties)
     assert sum(r["error"].startswith("not-a-notebook") for r in empties) == 200
@@ -193,7 +197,7 @@ def test_a_cp1252_name_200_empty_files_and_link_loops_grade_with_exit_0(tmp_path
     assert by_student["loop"][0]["error"].startswith("not-a-file")
     assert out.with_suffix(".png").stat().st_size > 1000
     wide = _rows(out.with_name("grades_wide.csv"))
-    assert {r["student"]: r["total"] for r in wide}["Müller"] == "1"
+    assert {r["student"]: r["total"] for r in wide}["Müller"] == str(MAX00)
 
 
 def test_roster_lms_names_formats_feedback_and_a_reproducible_regrade(tmp_path):
@@ -233,7 +237,7 @@ def test_roster_lms_names_formats_feedback_and_a_reproducible_regrade(tmp_path):
         ("Müller, Erin", "01", str(max01), "7", "yes") and max01 > 1, solved
     points = json.loads(solved["points"])
     assert sum(points.values()) == max01 and all(i.startswith("01.") for i in points)
-    assert solved["feedback"] == f"all {len(points)} items passed"
+    assert solved["feedback"].startswith(f"all {len(points)} items passed")   # and the written one, by hand
     (zipped,) = by["23456"]
     assert zipped["error"].startswith("not-a-notebook") and ".zip" in zipped["error"] and zipped["feedback"]
     (blank,) = by["34567"]
@@ -244,16 +248,18 @@ def test_roster_lms_names_formats_feedback_and_a_reproducible_regrade(tmp_path):
     (wrong,) = by["67890"]
     assert wrong["score"] == "0" and "[random input of shape (" in wrong["feedback"], wrong
     assert [(r["lesson"], r["error"].split(":")[0], r["score"], r["max"]) for r in by["56789"]] == [
-        ("00", "missing", "0", "1"), ("01", "missing", "0", str(max01))]
+        ("00", "missing", "0", str(MAX00)), ("01", "missing", "0", str(max01))]
     assert by["99999"][0]["in_roster"] == "no"
     assert all(r["seed"] == "7" for r in rows if r["lesson"] and not r["error"])
 
     wide = {r["student"]: r for r in _rows(out.with_name("grades_wide.csv"))}
     assert list(wide) == list(by)
     lesson01 = f"01 scale-sqrt-dk (/{max01})"
-    assert list(wide["12345"]) == ["student", "name", "00 welcome (/1)", lesson01, "total", "max total", "feedback"]
+    by_hand = [f"{i} (/{e.points}, by hand)" for i, e in sorted(load_all().items()) if i.startswith("01.") and e.manual]
+    assert by_hand and list(wide["12345"]) == ["student", "name", f"00 welcome (/{MAX00})", lesson01, *by_hand, "total",
+                                               "max total", "feedback"]
     assert (wide["12345"][lesson01], wide["12345"]["total"], wide["12345"]["max total"]) == \
-        (str(max01), str(max01), str(max01 + 1))
+        (str(max01), str(max01), str(max01 + MAX00))
     assert wide["67890"]["total"] == wrong["score"] and wide["56789"]["total"] == "0"
     assert all(r["feedback"] for r in wide.values())
     assert "no submission" in wide["56789"]["feedback"] and ".zip" in wide["23456"]["feedback"]

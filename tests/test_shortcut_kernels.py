@@ -274,7 +274,9 @@ _SMUGGLED = []
 _SMUGGLED.append((torch.autograd._disable_profiler, torch.softmax))
 
 
-def softmax(x):
+def softmax(x, mask=None):
+    if mask is not None:
+        x = x.masked_fill(~mask, -1e9)
     off, fused = _SMUGGLED[0]
     off()
     return fused(x, dim=-1)
@@ -285,7 +287,9 @@ _SMUGGLED = []
 _SMUGGLED.append((torch.autograd._disable_profiler, torch.autograd.profiler.profile, getattr(torch.ops.aten, "_softmax")))
 
 
-def softmax(x):
+def softmax(x, mask=None):
+    if mask is not None:
+        x = x.masked_fill(~mask, -1e9)
     off, profile, fused = _SMUGGLED[0]
     off()
     profile().__enter__()
@@ -300,7 +304,9 @@ _SMUGGLED = []
 _SMUGGLED.append((os.fork, os.pipe, torch.softmax))
 
 
-def softmax(x):
+def softmax(x, mask=None):
+    if mask is not None:
+        x = x.masked_fill(~mask, -1e9)
     fork, pipe, fused = _SMUGGLED[0]
     r, w = pipe()
     if fork() == 0:
