@@ -20,6 +20,8 @@ Lesson modules register their checks in `course_tools/checks/lessonNN.py`:
 from __future__ import annotations
 
 import importlib
+import math
+import numbers
 import pkgutil
 import secrets
 import sys
@@ -176,6 +178,19 @@ def expect_tuple(case: str, got, names: tuple[str, ...], *, lists: bool = False,
     came = f"a {type(got).__name__} of {len(got)} values" if isinstance(got, (tuple, list)) else type(got).__name__
     ask = f"{by} should return" if by else "return"
     raise CheckFailed(f"[{case}] {ask} a tuple ({', '.join(names)}), got {came}")
+
+
+def expect_number(case: str, got, name: str = "your result") -> float:
+    """`got` should be one finite number (a Python number or a one-element tensor); returns it as a float."""
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.detach().double().item()
+    if isinstance(got, bool) or not isinstance(got, numbers.Real):
+        shape = tuple(got.shape) if isinstance(got, torch.Tensor) else ""
+        raise CheckFailed(f"[{case}] {name} should be one number (a float or a 0-d tensor), "
+                          f"got {type(got).__name__}{shape}")
+    if not math.isfinite(got):
+        raise CheckFailed(f"[{case}] {name} is {got}, not a finite number")
+    return float(got)
 
 
 def call_learner(case: str, fn, *args, **kwargs):

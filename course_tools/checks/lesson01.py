@@ -21,7 +21,8 @@ import re
 
 import torch
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_value_error, randint, written
+from ..grading import (CheckFailed, call_learner, exercise, expect, expect_number, expect_value_error,
+                       randint, written)
 
 
 def _uniform(rng, low, high):
@@ -36,17 +37,6 @@ def _sigma(rng):
     """A σ well away from 1 (so that σ, σ² and σ⁴ differ): in [0.25, 0.7] or [1.5, 4]."""
     return _log_uniform(rng, 0.25, 0.7) if float(torch.rand((), generator=rng)) < 0.5 else _log_uniform(rng, 1.5, 4.0)
 
-
-def _number(case, got, name):
-    """A Python number or a one-element tensor, as a float."""
-    if isinstance(got, torch.Tensor) and got.numel() == 1:
-        got = got.detach().double().item()
-    if isinstance(got, bool) or not isinstance(got, numbers.Real):
-        raise CheckFailed(f"[{case}] {name} should return one number (a float or a 0-d tensor), "
-                          f"got {type(got).__name__}{tuple(got.shape) if isinstance(got, torch.Tensor) else ''}")
-    got = float(got)
-    expect(math.isfinite(got), f"[{case}] {name} returned {got}")
-    return got
 
 
 # ---------------------------------------------------------------- Part A: the factor, derived
@@ -78,7 +68,7 @@ SCALE_MISTAKES = (
 
 def _scale_case(fn, d_k, sigma):
     case = f"score_scale({d_k}, sigma={sigma:.4g})"
-    return case, _number(case, call_learner(case, fn, d_k, sigma), "score_scale")
+    return case, expect_number(case, call_learner(case, fn, d_k, sigma), "score_scale")
 
 
 @exercise("01.scale", points=2, uses="score_scale")
@@ -130,7 +120,7 @@ VARIANCE_MISTAKES = (
 
 def _variance(fn, case, d_k, sigma, n, seed):
     got = call_learner(case, fn, d_k, sigma, n, torch.Generator().manual_seed(seed))
-    return _number(case, got, "score_variance")
+    return expect_number(case, got, "score_variance")
 
 
 @exercise("01.score-variance", points=2, uses=("score_variance", "score_scale"))
@@ -173,7 +163,7 @@ def check_score_variance(fn, scale_fn, rng):
     try:   # the note: the learner's factor applied to their own measurement
         d_k, sigma = 256, 2.0
         measured = _variance(fn, "note", d_k, sigma, 10000, 0)
-        factor = _number("note", scale_fn(d_k, sigma), "score_scale")
+        factor = expect_number("note", scale_fn(d_k, sigma), "score_scale")
         return (f"at d_k = {d_k}, σ = {sigma:g} you measured var(q·k) = {measured:.4g}; times your "
                 f"score_scale({d_k}, {sigma:g})² that is {measured * factor ** 2:.3g} (1 is the goal)")
     except Exception:  # noqa: BLE001 - only a note
@@ -220,7 +210,7 @@ def top_weight_reference(rng, d_k, n_keys, scale, sigma, n_ref=N_REF):
 
 def _top(fn, case, d_k, n_keys, scale, sigma, n, seed):
     got = call_learner(case, fn, d_k, n_keys, scale, sigma, n, torch.Generator().manual_seed(seed))
-    got = _number(case, got, "top_weight")
+    got = expect_number(case, got, "top_weight")
     return got
 
 

@@ -10,7 +10,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, randint, written
+from ..grading import CheckFailed, call_learner, exercise, expect_number, randint, written
 
 
 def factor(std, d, ratio, *, variant=""):
@@ -48,13 +48,6 @@ FACTOR_SLIPS = (("pe-sqrt-d", "took the position vector's norm as √d_model: a 
                 ("variances", "made the ratio of the entries' variances equal to `ratio`, not the ratio of norms"))
 
 
-def _number(case, got, what):
-    if isinstance(got, torch.Tensor) and got.numel() == 1:
-        got = got.item()
-    if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
-        raise CheckFailed(f"[{case}] {what} should be a finite number, got {got!r}")
-    return float(got)
-
 
 def _factor_ok(got, std, d, ratio):
     tol = 1.0 / d                      # the RMS row norm and the mean row norm differ by about 1/(4d)
@@ -81,7 +74,7 @@ def check_factor(fn, rng):
     for (name, std_of), d, ratio, why in cases:
         std = std_of(d, 30000)
         case = (f"init {name} (std {std:.4g}), d_model {d}, target ratio {ratio:.4g}" + (f": {why}" if why else ""))
-        got = _number(case, call_learner(case, fn, std, d, ratio), "factor_for_ratio(...)")
+        got = expect_number(case, call_learner(case, fn, std, d, ratio), "factor_for_ratio(...)")
         if not _factor_ok(got, std, d, ratio):
             hint = next((f" - this matches a derivation that {says}" for variant, says in FACTOR_SLIPS
                          if abs(got / factor(std, d, ratio, variant=variant) - 1) <= 1.0 / d), "")
@@ -187,7 +180,7 @@ def check_measure(fn, fn_factor, rng):
         embedding, e_name = _embedding(rng, V, d, std, c, folded)
         ids = torch.randint(0, V, (B, T), generator=rng)
         case = f"case {i}: {e_name}; {p_name}; input_ids ({B}, {T})"
-        got = _number(case, call_learner(case, fn, embedding, positional, ids.clone()), "norm_ratio(...)")
+        got = expect_number(case, call_learner(case, fn, embedding, positional, ids.clone()), "norm_ratio(...)")
         want = measure(embedding, positional, ids)
         if abs(got / want - 1) > 0.03:
             hint = next((f" - this matches a measurement that {says}" for variant, says in MEASURE_SLIPS

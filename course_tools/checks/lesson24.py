@@ -7,25 +7,15 @@ The references are written here (float64), independently of course_lib. Feedback
 result with the known wrong variants (no T², T on one side only, the KL the other way round, the
 reduction) and says which one it matches."""
 import functools
-import math
 
 import torch
 import torch.nn.functional as F
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_scalar, randint, written
+from ..grading import (CheckFailed, call_learner, exercise, expect, expect_number, expect_scalar,
+                       randint, written)
 
 FORBIDS = ("course_lib.distillation:soft_target_loss", "course_lib.distillation:distillation_loss")
 
-
-def _number(case: str, got, what: str) -> float:
-    """A Python number or a one-element tensor, as a float."""
-    if isinstance(got, torch.Tensor) and got.numel() == 1:
-        got = got.detach().double().item()
-    if isinstance(got, bool) or not isinstance(got, (int, float)):
-        raise CheckFailed(f"[{case}] {what} should be a number, got {type(got).__name__}")
-    if not math.isfinite(got):
-        raise CheckFailed(f"[{case}] {what} is {got}, not a finite number")
-    return float(got)
 
 
 def _near(got: float, want: float, rel: float = 1e-4) -> bool:
@@ -85,7 +75,7 @@ def check_token_distillation(fn, rng):
     for case, (T, layout) in enumerate(TOKEN_SPECS):
         student, teacher, mask = _token_case(rng, T, layout)
         name = _token_name(case, student, mask, T, layout)
-        got = _number(name, call_learner(name, fn, student.clone(), teacher.clone(), mask.clone(), T),
+        got = expect_number(name, call_learner(name, fn, student.clone(), teacher.clone(), mask.clone(), T),
                       "token_distillation_loss")
         kl = token_loss(student, teacher, mask, T).item()
         ce = token_loss(student, teacher, mask, T, cross_entropy=True).item()
@@ -209,7 +199,7 @@ def check_gradient_ratio(fn, rng):
         y = torch.randint(0, C, (B,), generator=rng)
         name = (f"case {case}: logits {(B, C)}, temperature {T:g}, alpha {alpha:g}, "
                 f"{'with' if t2 else 'without'} T²")
-        got = _number(name, call_learner(name, fn, s.clone(), t.clone(), y.clone(), T, alpha, t2),
+        got = expect_number(name, call_learner(name, fn, s.clone(), t.clone(), y.clone(), T, alpha, t2),
                       "soft_hard_gradient_ratio")
         want = gradient_ratio(s, t, y, T, alpha, t2)
         if _near(got, want):
@@ -245,7 +235,7 @@ def check_gradient_ratio(fn, rng):
         raise CheckFailed(f"[{name}] got {got:.6g}, expected {want:.6g}: it matches none of the usual slips "
                           f"(α left out, T² where it should not be, a reduction over classes or a sum over rows, "
                           f"the hard term at T, the gradient with respect to s / T, a ratio of loss values)")
-    call = lambda s, t, y, T, a, t2: _number("the lesson-like case", call_learner(  # noqa: E731
+    call = lambda s, t, y, T, a, t2: expect_number("the lesson-like case", call_learner(  # noqa: E731
         "the lesson-like case", fn, s.clone(), t.clone(), y.clone(), T, a, t2), "soft_hard_gradient_ratio")
     without, with_t2 = _falls(call)
     return (f"on the lesson-like case (4 classes, teacher logits of sd 1, α = 0.9) your ratio falls "
@@ -261,8 +251,8 @@ def check_predict_fall(without, with_t2, rng=None):
 
     Graded: it follows from how the soft gradient depends on T."""
     case = "your prediction"
-    without = _number(case, without, "predicted_fall_without_t2")
-    with_t2 = _number(case, with_t2, "predicted_fall_with_t2")
+    without = expect_number(case, without, "predicted_fall_without_t2")
+    with_t2 = expect_number(case, with_t2, "predicted_fall_with_t2")
     measured = reference_falls()
     beside = (f"you predicted {without:g} and {with_t2:g}; the measurement on the lesson-like case gives "
               f"{measured[0]:.1f} and {measured[1]:.2f}")
@@ -309,7 +299,7 @@ def check_match(fn, rng):
         got = call_learner(name, fn, alpha, T)
         if not (isinstance(got, (tuple, list)) and len(got) == 2):
             raise CheckFailed(f"[{name}] return a tuple (alpha_prime, lr_factor), got {type(got).__name__}")
-        a, k = (_number(name, v, n) for v, n in zip(got, ("alpha_prime", "lr_factor")))
+        a, k = (expect_number(name, v, n) for v, n in zip(got, ("alpha_prime", "lr_factor")))
         want_a, want_k = matched(alpha, T)
         if not 0 < a < 1:
             extra = (f" ({a:g} = α·T²: divide by the sum of both weights, α·T² + 1 - α)"

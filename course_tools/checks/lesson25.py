@@ -6,12 +6,11 @@ the finest step the row allows) so that every valid convention passes.
 
 Nothing here depends on timing. The references are written here, independently of course_lib."""
 import functools
-import math
 
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, randint, written
+from ..grading import CheckFailed, call_learner, exercise, expect, expect_number, randint, written
 
 FORBIDS = ("course_lib.quantization:quantize_per_channel_int8", "course_lib.quantization:quantize_per_tensor_int8",
            "course_lib.quantization:dequantize_int8", "course_lib.quantization:quantization_error",
@@ -20,15 +19,6 @@ FORBIDS = ("course_lib.quantization:quantize_per_channel_int8", "course_lib.quan
            "torch:fake_quantize_per_tensor_affine", "torch:Tensor.int_repr", "torch:Tensor.dequantize",
            "torch:dequantize", "torch.ao.quantization:quantize_dynamic")
 
-
-def _number(case: str, got, what: str) -> float:
-    if isinstance(got, torch.Tensor) and got.numel() == 1:
-        got = got.detach().double().item()
-    if isinstance(got, bool) or not isinstance(got, (int, float)):
-        raise CheckFailed(f"[{case}] {what} should be a number, got {type(got).__name__}")
-    if not math.isfinite(got):
-        raise CheckFailed(f"[{case}] {what} is {got}, not a finite number")
-    return float(got)
 
 
 # ---------------------------------------------------------------- Task 1: bytes at int8
@@ -154,7 +144,7 @@ def check_int8_size(fn, rng):
     for case, (model, name, embeddings) in enumerate(_models(rng)):
         label = f"case {case}: {name}, embeddings={embeddings}"
         got = call_learner(label, fn, model, embeddings)
-        got = _number(label, got, "int8_size_bytes")
+        got = expect_number(label, got, "int8_size_bytes")
         want = int8_bytes(model, embeddings)
         if got != want:
             slip = _size_slip(model, embeddings, int(got) if got == int(got) else -1)
@@ -180,7 +170,7 @@ def bert_base_sizes():
 def check_predict_size(predicted, rng=None):
     """BERT-base's float32 size over its size with int8 Linear weights, predicted from its configuration."""
     case = "your prediction"
-    predicted = _number(case, predicted, "predicted_bert_base_shrink")
+    predicted = expect_number(case, predicted, "predicted_bert_base_shrink")
     fp32, linear, every = bert_base_sizes()
     shrink, shrink_all = fp32 / linear, fp32 / every
     beside = (f"you predicted {predicted:g}; the accounting gives {fp32 / 1e6:.1f} MB -> {linear / 1e6:.1f} MB, "
@@ -357,7 +347,7 @@ def error_ratio_measured():
 def check_predict_error_ratio(predicted, rng=None):
     """The predicted ratio of symmetric to asymmetric per-channel error on all-positive rows."""
     case = "your prediction"
-    predicted = _number(case, predicted, "predicted_error_ratio")
+    predicted = expect_number(case, predicted, "predicted_error_ratio")
     measured = error_ratio_measured()
     beside = f"you predicted {predicted:g}; the measurement on an all-positive 256 x 256 matrix gives {measured:.2f}"
     if 1.8 <= predicted <= 2.2:
