@@ -10,6 +10,10 @@ Nothing here is typed twice. Per lesson (in manifest order, lesson 00 left out) 
 - each number's lowest–highest value over the sweep runs from `docs/sweep/claims.csv`, so the
   sheet is complete on a fresh checkout.
 
+Its last section, "Rapid fire" (快问快答), lists the standard interview questions with a one-line
+answer each, from `course_tools/rapid_fire.json` (`course_tools.rapid_fire`): each links to the
+lesson and cell that measure it, or names the paper it comes from when the course does not measure it.
+
 The short answers (`course_lib.quiz.short_answers`) stay in the lessons; `course interview`
 shows them as the model answer of the explain questions.
 
@@ -22,7 +26,7 @@ from pathlib import Path
 
 from course_lib.quiz import measured_range
 
-from . import ROOT
+from . import ROOT, rapid_fire
 from .manifest import LESSONS, Lesson
 
 
@@ -80,6 +84,17 @@ LABELS = {"en": {"title": "Interview cheat sheet", "say": "Say this", "formula":
           "zh": {"title": "面试速查", "say": "这样说", "formula": "公式", "measured": "实测",
                  "folklore": "常见说法", "lesson": "第 {n} 课", "other": "English",
                  "missing": "*（尚无面试卡片）*"}}
+#: The rapid-fire section, per language: its title keeps a Latin lead, so its id is "rapid-fire" in
+#: both (the print stylesheet starts it on a new page).
+RAPID = {"en": {"title": "Rapid fire", "lesson": "lesson {n}", "cell": ", “{cell}”",
+                "not_measured": "not measured in this course: {source}",
+                "intro": "The standard BERT and Transformer interview questions, one line each: say it in one "
+                         "breath, then follow the link to the lesson that measures it. `course interview "
+                         "--rapid` asks them in random order."},
+         "zh": {"title": "Rapid fire · 快问快答", "lesson": "第 {n} 课", "cell": "，“{cell}”",
+                "not_measured": "本课程未实测：{source}",
+                "intro": "常见的 BERT 与 Transformer 面试题，每题一句话作答；链接指向实测该问题的课程。"
+                         "`course interview --rapid --lang zh` 会随机抽题提问。"}}
 SHEET_FILES = {"en": "cheatsheet", "zh": "cheatsheet-zh"}
 
 
@@ -123,7 +138,29 @@ def render(link_base: str = "../notebooks/", lessons: list[Lesson] | None = None
                 line += f"  \n**{words['measured']}{colon}** " + sep.join(found)
             out += [line, "", f"**{words['folklore']}{colon}** {card.folklore[lang]} "
                               f"**{words['measured']}{colon}** {card.measured[lang]}", ""]
+    out += rapid_fire_section(link_base, lessons, h, lang)
     return "\n".join(out).rstrip() + "\n"
+
+
+def rapid_fire_section(link_base: str, lessons: list[Lesson], h: str, lang: str) -> list[str]:
+    """The "Rapid fire" section's lines: one numbered line per question, its answer and where the
+    course measures it (entries of lessons not in `lessons` are left out: their link would break)."""
+    words = RAPID[lang]
+    stems = {lesson.number: lesson.stem for lesson in lessons}
+    entries = [e for e in rapid_fire.load() if e["lesson"] is None or e["lesson"] in stems]
+    if not entries:
+        return []
+    open_, close = ("（", "）") if lang == "zh" else (" (", ")")
+    out = [f"{h}# {words['title']}", "", words["intro"], ""]
+    for number, entry in enumerate(entries, 1):
+        if entry["lesson"] is not None:
+            lesson_word = words["lesson"].format(n=f"{entry['lesson']:02d}")
+            where = (f"[{lesson_word}]({link_base}{stems[entry['lesson']]}.ipynb)"
+                     + words["cell"].format(cell=entry["cell"]))
+        else:
+            where = words["not_measured"].format(source=entry["source"])
+        out.append(f"{number}. **{entry['q'][lang]}** {entry['a'][lang]}{open_}{where}{close}")
+    return out + [""]
 
 
 def write(path: Path = ROOT / "build" / "cheatsheet.md") -> Path:

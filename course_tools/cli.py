@@ -284,6 +284,9 @@ def cmd_interview(args) -> int:
         number = _select([args.lesson])[0].number
     else:
         number = None
+    if args.rapid:
+        from .interview import rapid_main
+        return rapid_main(args.lang, args.n, lesson=number)
     return interview(number, args.all, args.lang, args.n, in_order=args.in_order)
 
 
@@ -322,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=10, help="how many questions (default 10)")
     p.add_argument("--in-order", action="store_true", help="choice options in their stored order (for "
                    "scripts; by default each question shows them in a fresh order)")
+    p.add_argument("--rapid", action="store_true", help="rapid fire: the standard interview questions "
+                   "in random order, each answered in one line, then its one-line answer (not recorded)")
     p.add_argument("--store-cells", action="store_true", help="for authors: write each lesson's "
                    "'Check yourself' cells (and their output) from its metadata.course.interview")
     p.set_defaults(func=cmd_interview)
