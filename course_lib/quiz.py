@@ -221,7 +221,8 @@ def accepted_range(item: Item, ranges: dict) -> tuple[float, float]:
     return low - widen, high + widen
 
 
-def _with_unit(shown: str, unit: str) -> str:
+def with_unit(shown: str, unit: str) -> str:
+    """'3.07 nats', '42 heads', but '12%', '2.4×': a word is spaced from its number, a symbol is not."""
     return shown + (f" {unit}" if unit[:1].isalpha() else unit)
 
 
@@ -229,7 +230,7 @@ def _derived(item: Item) -> str:
     """A derived item's value as the learner reads it: '≈ 109.5 M' (4 significant digits), '12%'."""
     x = item.value
     shown = f"{x:.4g}" if abs(x) < 1000 else f"{x:,.0f}"
-    return ("" if float(shown.replace(",", "")) == x else "≈ ") + _with_unit(shown, item.unit)
+    return ("" if float(shown.replace(",", "")) == x else "≈ ") + with_unit(shown, item.unit)
 
 
 def _measured(item: Item, ranges: dict) -> tuple[str, int]:
@@ -237,7 +238,7 @@ def _measured(item: Item, ranges: dict) -> tuple[str, int]:
     low, high, runs = ranges[(f"{item.lesson:02d}", item.claim)]
     low, high = measured_range(low, high, item.scale, item.log10)
     shown = _fmt(low) if _fmt(low) == _fmt(high) else f"{_fmt(low)}–{_fmt(high)}"   # "42 heads", not "42–42heads"
-    return _with_unit(shown, item.unit), runs
+    return with_unit(shown, item.unit), runs
 
 
 def parse_number(text: str, unit: str = "") -> float | None:

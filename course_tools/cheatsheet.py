@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from course_lib.quiz import measured_range
+from course_lib.quiz import measured_range, with_unit
 
 from . import ROOT, rapid_fire
 from .manifest import LESSONS, Lesson
@@ -73,7 +73,7 @@ def number_lines(card, ranges: dict, lang: str) -> list[str]:
         low, high = measured_range(low, high, float(entry.get("scale", 1)), bool(entry.get("log10", False)))
         unit = entry.get("unit", "")
         low, high = _number(low), _number(high)
-        lines.append(f"{label}: **{low}{unit}**" if low == high else f"{label}: **{low}–{high}{unit}**")
+        lines.append(f"{label}: **{with_unit(low if low == high else f'{low}–{high}', unit)}**")
     return lines
 
 

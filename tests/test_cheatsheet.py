@@ -55,3 +55,25 @@ def test_readme_sections_and_links_for_the_site():
     assert site._relink_output('<a href="01_scale_sqrt_dk.ipynb">', LESSONS) == '<a href="01_scale_sqrt_dk.html">'
     toc = site.toc(LESSONS)
     assert all(f"- file: {lesson.stem}" in toc for lesson in LESSONS)
+
+
+def test_no_display_slips_on_the_sheets_or_in_the_quiz():
+    """Issue 33's slips: a number run into a word unit ("2.95–3.07nats", "42heads"), a range that is one
+    value twice ("42–42"), and a ratio (×) shown for a claim stated in log10."""
+    import re
+
+    from course_lib.quiz import claim_ranges, load_card, payload
+    units = r"(nats|heads|steps|tokens|windows|layers|runs|bits|GFLOPs)"
+    texts = [cheatsheet.render(lang="en"), cheatsheet.render(lang="zh")]
+    ranges = claim_ranges()
+    for lesson in LESSONS[1:]:
+        card = load_card(lesson.number, lesson.notebook)
+        for entry in payload(card, ranges, {"en": "", "zh": ""}):
+            texts.append(entry.get("measured", ""))
+        for item in card.items:
+            if item.kind == "numeric" and item.claim and "log10" in item.claim:
+                assert item.log10 or item.unit != "×", f"{item.id}: a log10 claim shown as a ratio"
+    for text in texts:
+        assert not re.search(rf"\d{units}\b", text), re.search(rf".{{30}}\d{units}\b", text)
+        assert not re.search(r"(?<![\d.])(\d+(?:\.\d+)?)–\1(?![\d.])", text), \
+            re.search(r".{20}(?<![\d.])(\d+(?:\.\d+)?)–\1(?![\d.]).{10}", text)
