@@ -29,7 +29,7 @@ _SCALE = {"k": 1e3, "M": 1e6, "B": 1e9}
 _NAMING = re.compile(r"(?:table|figure|fig\.|section|§|lesson|lessons|seed|seeds|step|layer|"
                      r"equation|eq\.|cell|part|chapter|appendix|round|version|python|torch)\s*$", re.I)
 # A sentence that cites its source: its numbers are quoted, not measured here.
-_CITES = re.compile(r"et al\.|\breport(?:s|ed)?\b|\bpaper\b|\bTable \d|\bthe authors\b|\bpublished\b", re.I)
+_CITES = re.compile(r"et al\.|\breports\b|\breported (?:by|in)\b|\bpaper\b|\bTable \d|\bthe authors\b|\bpublished\b", re.I)
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", re.S)
 _OUTPUT_NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.I)
 
@@ -221,7 +221,9 @@ def ledger_problem(binding: Binding, rows) -> str:
                 else f"no claim of the lesson starts with {binding.target!r}")
     row = matches[0]
     low_l, high_l = float(row["min"]), float(row["max"])
-    scale = 100.0 if binding.unit == "%" and max(abs(low_l), abs(high_l)) <= 1.5 else 1.0
+    # a share written in percent against a claim stored as a fraction (a claim in "(%)" is percent already)
+    scale = (100.0 if binding.unit == "%" and "(%)" not in row["statement"] and max(abs(low_l), abs(high_l)) <= 1.5
+             else 1.0)
     low_l, high_l = low_l * scale, high_l * scale
     tol = 0.5 * 10 ** (-binding.decimals) * (1 + 1e-9)   # a range or a value, to the precision written
     exact = 1e-12 * max(1.0, abs(low_l), abs(high_l))     # a bound is a promise: no rounding
