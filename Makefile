@@ -48,7 +48,7 @@ sweep: install
 	$(BIN)/course sweep --jobs 2 --resume --update-readme
 
 # course BERT vs Hugging Face (forward, a pretraining step) and lesson 25's int8 / ONNX paths:
-# build/bench.csv and the README's table of speed ratios (about 2 minutes on 2 idle cores)
+# build/bench.csv and the table of speed ratios in docs/results.md (about 2 minutes on 2 idle cores)
 bench: install
 	$(BIN)/course bench --update-readme
 

@@ -18,7 +18,7 @@ slow spell of a shared machine hits all of them alike) of:
    path (the fastest of the course's model, Hugging Face's SDPA model and ONNX Runtime fp32), with the cosine of their
    mean-pooled sentence embeddings to fp32. CPU only: skipped on a GPU.
 
-Results: `build/bench.csv` (seconds and ratios) and, with `--update-readme`, the README's table
+Results: `build/bench.csv` (seconds and ratios) and, with `--update-readme`, the table of `docs/results.md`
 between `<!-- bench:begin -->` and `<!-- bench:end -->`: ratios only (absolute times depend on
 the machine and its load), with the machine stated. `--quick` runs every path on a tiny random
 BERT with small shapes (the test suite uses it).
@@ -352,7 +352,7 @@ def _fmt(value, digits):
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The README block: speed ratios (reference time / case time: above 1 = faster than the
+    """The docs/results.md block: speed ratios (reference time / case time: above 1 = faster than the
     reference), fidelity, and the machine."""
     shown = pd.DataFrame({
         "group": table["group"], "case": table["case"], "reference": table["reference"],
@@ -368,5 +368,6 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 def update_readme(table: pd.DataFrame, readme: Path | None = None) -> None:
+    """Write the speed table into docs/results.md (or `readme`), between the bench markers."""
     kwargs = {} if readme is None else {"readme": readme}
     replace_readme_block(BENCH_BEGIN, BENCH_END, markdown(table), **kwargs)

@@ -26,8 +26,8 @@ fails the item.
   grader's), so whatever it dispatches during a graded call is the learner's.
 `sys.setprofile` cannot switch the hook off during a graded call, a hook replaced by other means, a
 thread that removed its hook, a profiler stopped or restarted under the watch, and a process forked
-during the call fail the item. Learner code could still switch them off in its own process (README,
-threat model), which is why the grader also checks the answer cells' source (shortcuts.py).
+during the call fail the item. Learner code could still switch them off in its own process
+(docs/instructors.md, threat model), which is why the grader also checks the answer cells' source (shortcuts.py).
 
 Inputs the learner's code changes in place (a tensor's values, a list's or dict's items) are
 reported with the reply, and the grader applies the change to its own copy, so a check that

@@ -25,8 +25,8 @@ containers may refuse those (no CAP_SYS_ADMIN): the grader then says so (a `sand
 this runner grades again as the unprivileged user `nobody` (uid 65534; COURSE_GRADESCOPE_UID,
 or COURSE_GRADESCOPE_UNPRIVILEGED=1 to go there directly), as `course grade` grades
 on a laptop - limits, watchdog and cleanup hold, and the learner cannot write the course, the
-results or anything root owns, but it runs under the grader's uid (README: "What is not defended
-against"). Each Gradescope submission runs in a container of its own.
+results or anything root owns, but it runs under the grader's uid (docs/instructors.md: "What is not
+defended against"). Each Gradescope submission runs in a container of its own.
 """
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ The written answer (a manually graded item) is not scored here: add it to the as
 outline as a manual question of the same name and points, with the rubric that
 course_gradescope.json lists under "manual_questions"; the autograder's results show each
 student's answer under that name (worth 0 there) and the rubric once grades are published.
-Built by `course gradescope {number:02d}`; see the course README, "Grading on Gradescope".
+Built by `course gradescope {number:02d}`; see the course's docs/instructors.md, "Grading on Gradescope".
 """
 
 

@@ -21,6 +21,9 @@ from . import ROOT
 from .manifest import Lesson
 
 BUILD = ROOT / "build"
+#: The page the generated tables live in (run times here, the sweep's and the bench's too), each
+#: between its own marker comments; the README links to it and stays one screen long.
+RESULTS = ROOT / "docs" / "results.md"
 README_BEGIN, README_END = "<!-- timing:begin -->", "<!-- timing:end -->"
 
 
@@ -164,8 +167,9 @@ def write_summary(table: pd.DataFrame, seed: int | None) -> Path:
     return path
 
 
-def replace_readme_block(begin: str, end: str, body: str, readme: Path = ROOT / "README.md") -> None:
-    """Replace what lies between the markers `begin` and `end` in the README with `body`."""
+def replace_readme_block(begin: str, end: str, body: str, readme: Path = RESULTS) -> None:
+    """Replace what lies between the markers `begin` and `end` in `readme` (by default the results
+    page, docs/results.md) with `body`."""
     text = readme.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):
@@ -173,8 +177,8 @@ def replace_readme_block(begin: str, end: str, body: str, readme: Path = ROOT / 
     readme.write_text(pattern.sub(lambda _: f"{begin}\n{body}\n{end}", text), encoding="utf-8")
 
 
-def update_readme(table: pd.DataFrame, readme: Path = ROOT / "README.md") -> None:
-    """Replace the README's timing table (between markers) with measured numbers."""
+def update_readme(table: pd.DataFrame, readme: Path = RESULTS) -> None:
+    """Replace the timing table of docs/results.md (between markers) with measured numbers."""
     import platform
     threads = __import__("torch").get_num_threads()
     shown = table[["lesson", "id", "seconds", "claims held"]]

@@ -6,7 +6,7 @@
 - a private temporary working directory (mode 700) holding a copy of the submission only;
 - as root: an unprivileged uid/gid of its own (no passwd entry needed), so it cannot write the
   course's files or other submissions (they are not writable by that uid), and every process of
-  that uid can be found and killed; without root it runs as the grader's user (see README);
+  that uid can be found and killed; without root it runs as the grader's user (see docs/instructors.md);
 - as root, a private mount and network namespace (`_mount_namespace`): the course read-only with
   its solutions, tests, checks and history emptied, the submissions' folder hidden, private
   /tmp, /var/tmp and /dev/shm, only its own processes in /proc, no network - and the course, its
@@ -113,7 +113,7 @@ def _mount_namespace(needed: list[Path], course: Path, hide: list[Path]) -> None
             mount("none", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=555")
     try:
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
-    except OSError:  # a container that forbids a new proc: other processes stay visible (README)
+    except OSError:  # a container that forbids a new proc: other processes stay visible (docs/instructors.md)
         pass
 
 

@@ -14,7 +14,7 @@ they would on another CPU), reads every `claim(...)` the evidence cells recorded
 - `docs/sweep/claims.csv` (committed): one row per lesson and claim over all the runs: its kind,
   lowest and highest value, threshold, and how many seed ranges its worst run sat from failing,
   so that the table can be checked (and the cheat sheet show ranges) without re-running;
-- with `--update-readme`, the README's robustness table (between `<!-- sweep:begin -->` and
+- with `--update-readme`, the robustness table of `docs/results.md` (between `<!-- sweep:begin -->` and
   `<!-- sweep:end -->`): per lesson, the runs whose claims held, the evidence claim with the
   fewest seed ranges between its worst run and its threshold, and the count of the claims that
   are not evidence (identities, fixed-input measurements, equalities with `course_lib`);
@@ -40,7 +40,7 @@ from tqdm.std import tqdm
 
 from . import ROOT
 from .manifest import Lesson
-from .runner import BUILD, INTERRUPTED, execute_lesson, lesson_status, replace_readme_block
+from .runner import BUILD, INTERRUPTED, RESULTS, execute_lesson, lesson_status, replace_readme_block
 
 SWEEP_BEGIN, SWEEP_END = "<!-- sweep:begin -->", "<!-- sweep:end -->"
 
@@ -128,7 +128,7 @@ CLAIMS_CSV = ROOT / "docs" / "sweep" / "claims.csv"
 #: threshold at no more than half its worst run, CONTRIBUTING.md.)
 MIN_SEED_RANGES = 1.0
 #: Per lesson, the claim that answers its question (lesson, statement, why): tests/test_sweep_data.py
-#: requires it to be asserted, and the README's robustness table names it.
+#: requires it to be asserted, and the robustness table (docs/results.md) names it.
 CENTRAL_CSV = ROOT / "docs" / "sweep" / "central.csv"
 
 
@@ -379,7 +379,7 @@ def collect(lessons: list[Lesson], runs: list[Run] = DEFAULT_RUNS, ledger_dir: P
 
 
 def _readme_rows(readme: Path) -> pd.DataFrame:
-    """The robustness table now in the README, as text cells (empty when there is none)."""
+    """The robustness table now in `readme` (docs/results.md), as text cells (empty when there is none)."""
     text = readme.read_text(encoding="utf-8")
     if SWEEP_BEGIN not in text:
         return pd.DataFrame()
@@ -398,8 +398,8 @@ def _readme_rows(readme: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=header)
 
 
-def update_readme(table: pd.DataFrame, runs: list[Run], readme: Path = ROOT / "README.md") -> None:
-    """Write the robustness table into the README: the lessons in `table` replace their rows,
+def update_readme(table: pd.DataFrame, runs: list[Run], readme: Path = RESULTS) -> None:
+    """Write the robustness table into docs/results.md: the lessons in `table` replace their rows,
     the others keep the rows a sweep wrote before (a sweep of some lessons leaves the rest)."""
     table = table.astype(str).replace("nan", "")
     old = _readme_rows(readme)

@@ -1,4 +1,4 @@
-"""The course's structure: manifest, template, exercises, dependencies, README."""
+"""The course's structure: manifest, template, exercises, dependencies, the timing table."""
 import re
 import tomllib
 
@@ -74,8 +74,8 @@ def test_the_installed_torch_is_the_exact_version_pinned():
         f"installed torch {torch.__version__}, pinned {pin}: run `make install`"
 
 
-def test_readme_has_the_generated_timing_table():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_results_page_has_the_generated_timing_table():
+    readme = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     block = readme.split("<!-- timing:begin -->")[1].split("<!-- timing:end -->")[0]
     for lesson in LESSONS:
         assert f"| {lesson.id}" in block.replace("  ", " ") or lesson.id in block, lesson.id
