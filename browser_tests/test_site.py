@@ -278,23 +278,113 @@ def test_a_lesson_page_quiz_checks_one_answer_right_and_one_wrong_offline(site, 
     page.screenshot(path=str(screenshots / "site_check_yourself.png"))
 
 
-def test_the_mock_interview_asks_the_wrong_item_first_after_a_reload(site, visit, screenshots):
+def _shown(page) -> list[str]:
+    """The ids of the mock interview's questions on screen (this round's), in their order."""
+    return page.evaluate("() => [...document.querySelectorAll('.course-quiz-item')]"
+                         ".filter(e => e.offsetParent !== null).map(e => e.dataset.item)")
+
+
+def test_the_mock_interview_asks_n_at_a_time_from_the_lessons_chosen_and_remembers_them(site, visit, screenshots):
+    """A round of 10 (5 and 20 on request) from several lessons; one lesson's questions only when it
+    is chosen, still after a reload (and in Chinese once chosen); the site's buttons, not the
+    browser's; nothing wider than a phone."""
+    page = visit("interview.html", offline=True).page
+    quiz = page.locator(".course-quiz.course-interview")
+    items = {item["id"]: item for item in _items(page)}
+    shown = _shown(page)
+    assert len(shown) == 10 and quiz.get_attribute("data-per-round") == "10", shown
+    assert len({items[i]["lesson"] for i in shown}) >= 5 and len({items[i]["kind"] for i in shown}) >= 2, \
+        f"a round of one lesson or one kind: {shown}"
+    page.locator(".course-interview-controls").scroll_into_view_if_needed()
+    page.screenshot(path=str(screenshots / "site_mock_interview_round.png"))
+    for n in ("5", "20"):
+        page.select_option(".course-interview-size", n)
+        assert len(_shown(page)) == int(n)
+    style = page.evaluate("""() => {
+        const plain = document.body.appendChild(document.createElement('button'));
+        const look = (e) => { const s = getComputedStyle(e);
+            return {background: s.backgroundColor, color: s.color, border: s.borderTopColor,
+                    radius: s.borderTopLeftRadius, font: s.fontFamily}; };
+        const result = {plain: look(plain), next: look(document.querySelector('.course-interview-next')),
+            check: look(document.querySelector('.course-quiz-item:not([hidden]) > button')),
+            select: look(document.querySelector('.course-interview-lessons'))};
+        plain.style.color = 'var(--pst-color-primary)';
+        result.primary = getComputedStyle(plain).color;   // the theme's colour, light or dark
+        plain.remove();
+        return result; }""")
+    assert style["next"] != style["plain"] and style["check"] != style["plain"], style
+    assert style["next"]["background"] == style["check"]["background"] == style["primary"], style
+    assert style["next"]["radius"] != "0px" and style["select"]["radius"] != "0px", style
+    page.select_option(".course-interview-lessons", "03")
+    lesson03 = [i for i in items if items[i]["lesson"] == "03"]
+    assert sorted(_shown(page)) == sorted(lesson03), _shown(page)
+    page.locator(".course-quiz-lang").click()              # Chinese: remembered with the lesson and n
+    page.reload(wait_until="load")
+    assert page.locator(".course-interview-lessons").input_value() == "03"
+    assert page.locator(".course-interview-size").input_value() == "20"
+    assert sorted(_shown(page)) == sorted(lesson03)
+    assert "下一轮 20 题" in page.locator(".course-interview-next").first.inner_text()
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390, "the page scrolls sideways on a phone"
+    page.locator(".course-interview-controls").scroll_into_view_if_needed()
+    page.wait_for_timeout(500)                               # the theme's sidebar slides away
+    page.screenshot(path=str(screenshots / "site_mock_interview_phone_zh.png"))
+
+
+def test_the_mock_interview_sums_up_a_round_and_asks_the_wrong_items_first_after_a_reload(site, visit, screenshots):
     from .quiz import answer_one_right_one_wrong, answers
-    visited = visit("interview.html", offline=True)
-    page = visited.page
+    page = visit("interview.html", offline=True).page
     quiz = page.locator(".course-quiz[data-ready]").first
     items = _items(page)
     assert {item["lesson"] for item in items} >= {"01", "25"}, "the mock interview lacks lessons"
-    answer_one_right_one_wrong(quiz, items)
+    page.select_option(".course-interview-size", "20")
+    page.select_option(".course-interview-lessons", "01")
+    mine = [item for item in items if item["lesson"] == "01"]
+    assert sorted(_shown(page)) == sorted(item["id"] for item in mine) and len(mine) <= 20
+    # a non-answer is asked again, neither judged nor recorded
+    right, wrong = answers(mine)
+    numeric = quiz.locator(f"[data-item='{right['item']['id']}']")
+    numeric.locator("input.course-quiz-answer").fill("no idea")
+    numeric.locator("button").first.click()
+    assert numeric.locator(".course-interview-again").is_visible()
+    assert numeric.locator(".course-quiz-verdict").get_attribute("data-correct") is None
+    assert page.evaluate("() => localStorage.getItem('course-interview-v1')") is None
+    answer_one_right_one_wrong(quiz, mine)
     assert "1 of 2" in quiz.locator(".course-quiz-score").inner_text()
+    assert not numeric.locator(".course-interview-again").count()
+    summary = quiz.locator(".course-interview-summary")
+    assert summary.is_hidden(), "a summary before the round is over"
+    rights, wrongs = {right["item"]["id"]}, {wrong["item"]["id"]}
+    for item in mine:                                       # the rest of the round: explain items missed,
+        if item["id"] in rights | wrongs:                   # the others right
+            continue
+        box = quiz.locator(f"[data-item='{item['id']}']")
+        if item["kind"] == "numeric":
+            box.locator("input.course-quiz-answer").fill(f"{sum(item['accepted']) / 2:.6g}")
+            box.locator("input.course-quiz-answer").press("Enter")
+            rights.add(item["id"])
+        elif item["kind"] == "choice":
+            box.locator("input[type=radio]").nth(item["answer"]).check()
+            box.locator("button").first.click()
+            rights.add(item["id"])
+        else:
+            box.locator("button").first.click()
+            box.locator("button", has_text="I missed something").click()
+            wrongs.add(item["id"])
+    assert summary.is_visible()
+    text = summary.inner_text()
+    assert f"Round 1 done: {len(rights)} right, {len(wrongs)} wrong" in text and "To reread" in text, text
+    assert summary.locator("a").first.get_attribute("href") == "01_scale_sqrt_dk.html"
+    summary.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / "site_mock_interview.png"), full_page=False)
     page.reload(wait_until="load")
-    order = page.evaluate("() => [...document.querySelectorAll('.course-quiz-item')].map(e => e.dataset.item)")
-    right, wrong = answers(items)
-    # never-answered items come first, then the one answered wrong (box 1, due), the right one last
-    assert order.index(wrong["item"]["id"]) < order.index(right["item"]["id"]) == len(order) - 1
+    order = _shown(page)
+    # the ones answered wrong (box 1, due) come first, the right ones (box 2, due tomorrow) after
+    assert set(order) == rights | wrongs and set(order[:len(wrongs)]) == wrongs, order
     stored = page.evaluate("() => JSON.parse(localStorage.getItem('course-interview-v1'))")
     assert stored[right["item"]["id"]]["box"] == 2 and stored[wrong["item"]["id"]]["box"] == 1
+    page.locator(".course-interview-next").first.click()
+    assert quiz.get_attribute("data-round") == "2"
 
 
 @pytest.mark.parametrize("name", ["cheatsheet.html", "cheatsheet-zh.html"])

@@ -38,7 +38,7 @@ def cmd_run(args) -> int:
     print(f"summary: {path.relative_to(ROOT)} (and summary.csv); executed notebooks: build/notebooks/")
     if args.update_readme:
         update_readme(table)
-        print("README.md timing table updated")
+        print("docs/results.md timing table updated")
     return 0 if (table["claims held"] == "yes").all() else 1
 
 
@@ -72,7 +72,7 @@ def cmd_sweep(args) -> int:
         print(failed[["lesson", "id", "run", "claims held", "error"]].to_markdown(index=False))
     if args.update_readme:
         update_readme(table, runs)
-        print("README.md robustness table updated")
+        print("docs/results.md robustness table updated")
     print("per-claim values: build/sweep.csv, summary docs/sweep/claims.csv; per run: build/sweep_runs.csv")
     return 0 if failed.empty else 1
 
@@ -84,7 +84,7 @@ def cmd_bench(args) -> int:
     print(f"seconds and ratios: {args.out or 'build/bench.csv'}")
     if args.update_readme:
         update_readme(table)
-        print("README.md bench table updated")
+        print("docs/results.md bench table updated")
     return 0
 
 
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", help="lesson numbers or ids")
     p.add_argument("--seed", type=int, default=None, help="override every lesson's SEED")
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
-    p.add_argument("--update-readme", action="store_true", help="write the README timing table")
+    p.add_argument("--update-readme", action="store_true", help="write the timing table of docs/results.md")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("sweep", help="run lessons at seeds 0-9 and with 2 threads; write build/sweep.csv")
     p.add_argument("--only", nargs="*", help="lesson numbers or ids")
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads-run", action="store_true", help="with --seeds: add a 2-thread run")
     p.add_argument("--jobs", type=int, default=1, help="lessons run in parallel (worker processes)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
-    p.add_argument("--update-readme", action="store_true", help="write the README robustness table")
+    p.add_argument("--update-readme", action="store_true", help="write the robustness table of docs/results.md")
     p.add_argument("--collect", action="store_true",
                    help="run nothing: rebuild the tables from the run ledger docs/sweep/runs/")
     p.add_argument("--resume", action="store_true",
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="course BERT vs Hugging Face speed ratios; write build/bench.csv")
     p.add_argument("--quick", action="store_true", help="a tiny random BERT and small shapes (seconds)")
     p.add_argument("--out", default=None, help="the CSV (default build/bench.csv)")
-    p.add_argument("--update-readme", action="store_true", help="write the README bench table")
+    p.add_argument("--update-readme", action="store_true", help="write the speed table of docs/results.md")
     p.set_defaults(func=cmd_bench)
     p = sub.add_parser("store", help="execute lessons in place, storing their outputs")
     p.add_argument("--only", nargs="*")

@@ -4,16 +4,19 @@ Jupyter Book 1.x (Sphinx + MyST-NB; the `site` extra pins it) renders the notebo
 stored — executed, never re-run. The build is staged in `build/book/`:
 
 - `site/` (book configuration, landing page, workflow page, static files) is copied in; a page's
-  `<!-- readme: Heading -->` line is replaced by that README section (`readme-optional:` where the
-  section may be absent) and `<!-- readme-intro -->` by
-  the README's opening paragraphs, so the set-up instructions are written once;
+  `<!-- include docs/setup.md ## Heading -->` line is replaced by that section of that repository
+  page (`include-optional` where the section may be absent; `<!-- readme: Heading -->` takes one
+  of the README's) and `<!-- readme-intro -->` by the README's opening paragraphs, so the set-up
+  instructions are written once;
 - `_toc.yml` and the lesson map on the landing page are generated from the manifest;
 - each lesson notebook gets one extra cell under its title: the Chinese question (when the
   notebook does not show it), a download link to its exercise and how to grade it; its code is
   shown without nbval's `# NBVAL_...` marker lines, and its printed output as JupyterLab shows it
   (a tqdm bar's final state, not each update: `course_tools.nbtidy`);
 - `site/_assets/course.css` and `course.js` (listed in `_config.yml`): wide tables scroll sideways
-  instead of being squeezed, a figure enlarges on click (Escape or a click closes it);
+  instead of being squeezed, a figure enlarges on click (Escape or a click closes it), the quizzes
+  take the theme's look (light and dark), and the mock interview (`interview.md`, from the lessons'
+  Check yourself items) asks a round of 5, 10 or 20 questions at a time from the lessons chosen;
 - `_assets/fonts/`: a subset of the system's Noto CJK font holding the Chinese characters the pages
   use (fontTools, a matplotlib dependency), so Chinese renders on machines without a CJK font;
 - `cheatsheet.md` comes from `course_tools.cheatsheet`;
@@ -50,7 +53,7 @@ MATHJAX_PARTS = ["tex-chtml.js", "input", "output/chtml", "ui", "a11y", "adaptor
 
 
 class SiteError(RuntimeError):
-    """The site cannot be built (missing tool, missing README section, Sphinx warnings)."""
+    """The site cannot be built (missing tool, missing README or docs/ section, Sphinx warnings)."""
 
 
 def mathjax_source() -> Path:
@@ -66,15 +69,23 @@ def mathjax_source() -> Path:
     return folder
 
 
-def readme_section(readme: str, heading: str, required: bool = True) -> str:
-    """The body of the README section whose `## ` heading starts with `heading` ("" when absent and
-    not required)."""
+def readme_section(readme: str, heading: str, required: bool = True, source: str = "README.md") -> str:
+    """The body of the section of `readme` (the text of `source`) whose `## ` heading starts with
+    `heading` ("" when absent and not required)."""
     match = re.search(rf"^## {re.escape(heading)}[^\n]*\n(.*?)(?=^## |\Z)", readme, flags=re.M | re.S)
     if not match and not required:
         return ""
     if not match:
-        raise SiteError(f"README.md has no section '## {heading}' (site/ pages include it)")
+        raise SiteError(f"{source} has no section '## {heading}' (site/ pages include it)")
     return _site_links(match.group(1).strip())
+
+
+def doc_section(path: str, heading: str, required: bool = True) -> str:
+    """The body of the `## heading` section of the repository page `path` (docs/setup.md, ...)."""
+    page = ROOT / path
+    if not page.is_file():
+        raise SiteError(f"{path} does not exist (site/ pages include its section '## {heading}')")
+    return readme_section(page.read_text(encoding="utf-8"), heading, required, source=path)
 
 
 def readme_intro(readme: str) -> str:
@@ -127,22 +138,66 @@ def lesson_map(lessons: list[Lesson]) -> str:
     return "\n".join(rows)
 
 
+#: What the mock interview's rounds say (site/_assets/course.js reads them from the page, in the quiz's
+#: language; here, so that the Chinese is in the staged page and in the embedded font's subset).
+INTERVIEW_WORDS = {
+    "en": {"perRound": "Questions per round", "lessons": "Lessons", "all": "All lessons",
+           "allOf": "{part}: all {k} lessons", "next": "Next {n} questions",
+           "progress": "Round {r}: {a} of {n} answered", "done": "Round {r} done: {right} right, {wrong} wrong",
+           "reread": "To reread", "allRight": "All right: nothing to reread.",
+           "lesson": "Lesson {n}", "again": "No number in your answer: type one (e.g. 0.25, 1/16 or 6.25%) "
+           "and check again.", "pick": "Pick an option, then check.",
+           "empty": "No questions in this selection.", "over": "Every question of this selection has been "
+           "asked: the next round starts over, weakest first."},
+    "zh": {"perRound": "每轮题数", "lessons": "课程", "all": "全部课程", "allOf": "{part}：全部 {k} 课",
+           "next": "下一轮 {n} 题", "progress": "第 {r} 轮：已答 {a} / {n}",
+           "done": "第 {r} 轮结束：答对 {right}，答错 {wrong}", "reread": "需要重读",
+           "allRight": "全部答对，无需重读。", "lesson": "第 {n} 课",
+           "again": "回答中没有数字：请输入一个数（如 0.25、1/16 或 6.25%）再检查。",
+           "pick": "请先选择一个选项，再检查。", "empty": "这个范围内没有题目。",
+           "over": "这个范围的题目都已问过：下一轮从头开始，薄弱的题优先。"},
+}
+
+
+def interview_config(lessons: list[Lesson]) -> dict:
+    """What the mock interview's script needs besides the items: each lesson's page and question
+    (both languages), the course's parts (the cheat sheet's), the words of the rounds."""
+    numbers = {lesson.number for lesson in lessons if lesson.number}
+    return {
+        "lessons": {f"{lesson.number:02d}": {"href": f"{lesson.stem}.html", "en": lesson.question,
+                                             "zh": lesson.question_zh}
+                    for lesson in lessons if lesson.number},
+        "parts": [{"id": f"part-{i}", "en": title, "zh": title_zh,
+                   "lessons": [f"{n:02d}" for n in span if n in numbers]}
+                  for i, (title, title_zh, span) in enumerate(cheatsheet.PARTS, 1)],
+        "words": INTERVIEW_WORDS,
+    }
+
+
 def interview_page(lessons: list[Lesson]) -> str:
-    """The mock interview: every lesson's Check yourself items on one page, weakest first."""
+    """The mock interview: every lesson's Check yourself items, asked a round of n at a time (5, 10
+    or 20; site/_assets/course.js), weakest first, from all lessons, a part or one lesson."""
+    import json
     from course_lib.quiz import claim_ranges, load_card, payload, quiz_html, short_answers
     ranges, items = claim_ranges(), []
     for lesson in lessons:
         card = load_card(lesson.number, lesson.notebook) if lesson.number else None
         if card is not None:
             items += payload(card, ranges, short_answers(lesson.notebook))
+    config = json.dumps(interview_config(lessons), ensure_ascii=False).replace("</", "<\\/")
     return ("# Mock interview · 模拟面试\n\n"
-            "Every lesson's interview questions on one page, the ones you have not answered or got wrong "
-            "first (a Leitner schedule kept in this browser's `localStorage`; nothing is sent anywhere). "
+            "Every lesson's interview questions, asked a round at a time (5, 10 or 20 questions, mixed "
+            "across lessons and kinds), the ones you have not answered or got wrong first (a Leitner "
+            "schedule kept in this browser's `localStorage`; nothing is sent anywhere); after each round, "
+            "what to reread. Choose all lessons, one part or one lesson. "
             "Numeric answers are checked against the range the course measured over its sweep runs. "
             "The same questions are at the end of each lesson page, and `course interview` asks them "
             "in a terminal.\n\n"
-            "每课的面试题汇于一页：未答或答错的题排在前面（进度只保存在本浏览器中）。\n\n"
-            "```{raw} html\n" + quiz_html(items, mode="interview") + "\n```\n")
+            "每课的面试题，每轮问 5、10 或 20 道（不同课程、不同题型穿插），未答或答错的题优先（进度只保存在本浏览器中）；"
+            "每轮结束后列出需要重读的课。可选全部课程、某一部分或某一课。\n\n"
+            "```{raw} html\n"
+            f'<script type="application/json" id="course-interview-config">{config}</script>'
+            + quiz_html(items, mode="interview") + "\n```\n")
 
 
 def toc(lessons: list[Lesson]) -> str:
@@ -181,6 +236,8 @@ def stage(lessons: list[Lesson], stage_dir: Path = STAGE) -> Path:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for page in stage_dir.glob("*.md"):
         text = page.read_text(encoding="utf-8")
+        text = re.sub(r"<!-- include(-optional)? (\S+) ## (.+?) -->",
+                      lambda m: doc_section(m.group(2), m.group(3), required=not m.group(1)), text)
         text = re.sub(r"<!-- readme: (.+?) -->", lambda m: readme_section(readme, m.group(1)), text)
         text = re.sub(r"<!-- readme-optional: (.+?) -->",
                       lambda m: readme_section(readme, m.group(1), required=False), text)
@@ -281,7 +338,7 @@ def embed_cjk_font(stage_dir: Path) -> list[Path]:
     css = stage_dir / "_assets" / "cjk.css"
     css.parent.mkdir(parents=True, exist_ok=True)
     if not chars or not fonts:
-        css.write_text("/* no CJK font was found when the site was built: see README (make site) */\n",
+        css.write_text("/* no CJK font was found when the site was built: see docs/setup.md (make site) */\n",
                        encoding="utf-8")
         if chars:
             print(f"course site: warning: no Chinese font on this machine, so none is embedded in the site "

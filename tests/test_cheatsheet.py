@@ -77,3 +77,23 @@ def test_no_display_slips_on_the_sheets_or_in_the_quiz():
         assert not re.search(rf"\d{units}\b", text), re.search(rf".{{30}}\d{units}\b", text)
         assert not re.search(r"(?<![\d.])(\d+(?:\.\d+)?)–\1(?![\d.])", text), \
             re.search(r".{20}(?<![\d.])(\d+(?:\.\d+)?)–\1(?![\d.]).{10}", text)
+
+
+def test_the_mock_interview_page_knows_every_lesson_its_part_and_its_words_in_both_languages():
+    """What site/_assets/course.js reads from the interview page: each lesson's page (for the round's
+    "to reread" links) in exactly one part of the lesson filter, and every word in English and Chinese."""
+    import json
+    import re
+    config = site.interview_config(LESSONS)
+    assert sorted(config["lessons"]) == [f"{lesson.number:02d}" for lesson in LESSONS_ON_SHEET]
+    assert all(entry["href"].endswith(".html") and entry["en"] and entry["zh"] for entry in config["lessons"].values())
+    in_parts = [n for part in config["parts"] for n in part["lessons"]]
+    assert sorted(in_parts) == sorted(config["lessons"]), "a lesson in no part or in two"
+    english, chinese = config["words"]["en"], config["words"]["zh"]
+    assert english.keys() == chinese.keys()
+    for key in english:   # the same {placeholders} in both languages
+        assert set(re.findall(r"\{\w+\}", english[key])) == set(re.findall(r"\{\w+\}", chinese[key])), key
+    page = site.interview_page(LESSONS)
+    found = re.search(r'<script type="application/json" id="course-interview-config">(.*?)</script>', page)
+    assert found and json.loads(found.group(1).replace("<\\/", "</")) == config
+    assert 'data-mode="interview"' in page
