@@ -155,3 +155,75 @@ def test_output_text_is_what_nbval_compares():
     assert list(checked_cells(nb).values()) == [{"source": digest(SOURCE), "text": "at 0xADDRESS\n42\n"}]
     cell.execution_count = None   # a run that stopped before the checked cell
     assert checked_cells(nb)[cell.id]["text"] == "[not executed]\n"
+
+
+# --- a checked cell asserts nothing the ledger does not claim --------------------------------------
+#
+# A checked cell may print the outcome of a comparison ("copy accuracy above 0.9: True"). That line is
+# compared on every CPU, so it is an assertion too: its threshold must be the threshold of one of the
+# lesson's claims (`docs/sweep/claims.csv`), in any of the forms a claim states it - the value, its
+# complement (accuracy above 0.9 = error below 0.1), its log10 ("> 10x" = log10 > 1), its inverse -
+# or a number that the claim's statement names ("≈ 0.15" for |share - 0.15|).
+
+import math
+import re
+
+import pandas as pd
+
+from course_tools.sweep import CLAIMS_CSV
+
+_COMPARISON = re.compile(r"(>=|<=|>|<|≥|≤|\babove|\bbelow|\bwithin|at least|at most|more than|\bunder|\bover|≈)\s*"
+                         r"(\d+(?:\.\d+)?(?:e-?\d+)?)\s*(x|×|%|-fold)?")
+
+
+def printed_thresholds(text: str) -> list[tuple[str, float, str]]:
+    """(the comparison as printed, its number, its unit) for every True/False a checked text prints."""
+    found = []
+    for segment in re.split(r"(?<=True)|(?<=False)", text):
+        if re.search(r"\b(True|False)\b", segment):
+            found += [(m.group(0), float(m.group(2)), m.group(3) or "") for m in _COMPARISON.finditer(segment)]
+    return found
+
+
+def unclaimed_thresholds(text: str, claims: list[dict]) -> list[str]:
+    thresholds = []
+    for row in claims:
+        try:
+            thresholds.append(float(row["threshold"]))
+        except (TypeError, ValueError):
+            pass
+    statements = [str(row["statement"]) for row in claims]
+    missing = []
+    for shown, number, unit in printed_thresholds(text):
+        values = {number, number / 100} if unit == "%" else {number}
+        forms = set()
+        for v in values:
+            forms |= {v, 1 - v, v - 1} | ({math.log10(v), -math.log10(v), 1 / v} if v > 0 else set())
+        named = any(re.search(rf"(?<![\d.]){re.escape(f'{number:g}')}(?![\d])", s) for s in statements)
+        if not named and not any(math.isclose(f, t, rel_tol=1e-9, abs_tol=1e-12) for f in forms for t in thresholds):
+            missing.append(shown)
+    return missing
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_threshold_a_checked_cell_prints_is_a_claims_threshold(path):
+    table = pd.read_csv(CLAIMS_CSV, dtype={"lesson": str})
+    claims = table[table["lesson"] == path.stem[:2]].to_dict("records")
+    nb = nbformat.read(path, as_version=4)
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and CHECK_MARKER in cell.source:
+            problems += [f"cell {index}: {shown!r}" for shown in unclaimed_thresholds(output_text(cell), claims)]
+    assert not problems, (f"{path.stem}: a checked cell prints a comparison no claim of the lesson makes "
+                          f"(assert it with claim(...) at that threshold, or print the claim's own): {problems}")
+
+
+def test_a_printed_threshold_no_claim_makes_is_caught():
+    claims = [{"statement": "2 heads: pair error rate of the kept run", "threshold": 0.1},
+              {"statement": "selected share of ordinary tokens: |share - 0.15|", "threshold": 0.01},
+              {"statement": "d_k=1024: geometric mean, scaled / unscaled (log10; 1 = 10x)", "threshold": 1.0}]
+    assert unclaimed_thresholds("kept run: pair accuracy above 0.95: True", claims) == ["above 0.95"]
+    assert unclaimed_thresholds("median > 5x smaller: True", claims) == ["> 5x"]
+    assert unclaimed_thresholds("kept run: pair accuracy above 0.9: True", claims) == []     # error < 0.1
+    assert unclaimed_thresholds("selected share ≈ 0.15 (within 0.01): True", claims) == []
+    assert unclaimed_thresholds("geometric mean > 10x smaller: True", claims) == []          # log10 > 1
