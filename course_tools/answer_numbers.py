@@ -91,11 +91,12 @@ def output_numbers(nb) -> list[float]:
 
 
 def code_numbers(nb) -> set[float]:
-    """Numbers written in the notebook's code cells (configuration constants)."""
+    """Numbers written in the notebook's code (configuration constants); comments are prose, not code."""
+    from .sweep import without_comments
     values = set()
     for cell in nb.cells:
         if cell.cell_type == "code":
-            for raw in re.findall(r"(?<![\w.])\d[\d_]*(?:\.\d+)?(?:e[-+]?\d+)?", cell.source):
+            for raw in re.findall(r"(?<![\w.])\d[\d_]*(?:\.\d+)?(?:e[-+]?\d+)?", without_comments(cell.source)):
                 try:
                     values.add(float(raw.replace("_", "")))
                 except ValueError:

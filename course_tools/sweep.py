@@ -58,12 +58,29 @@ class Run:
         return out_dir / f"{stem}.ipynb", out_dir / f"{stem}.claims.jsonl"
 
 
+def without_comments(source: str) -> str:
+    """The code of a cell without its comments (and the lines they leave empty): what it runs. A
+    cell Python cannot tokenise (an IPython magic, say) is kept as it is."""
+    import io
+    import tokenize
+    lines = source.splitlines()
+    try:
+        comments = [t.start for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source
+    for row, col in reversed(comments):
+        lines[row - 1] = lines[row - 1][:col].rstrip()
+    return "\n".join(line for line in lines if line.strip())
+
+
 def code_digest(lesson: Lesson) -> str:
-    """What a sweep run depends on: the lesson's code cells (its Check yourself cell aside), as the
-    first 16 hex digits of a SHA-256. Editing prose, metadata or the quiz does not make a run stale."""
+    """What a sweep run depends on: the code of the lesson's code cells (its Check yourself cell
+    aside, comments left out), as the first 16 hex digits of a SHA-256. Editing prose, metadata, the
+    quiz or a comment does not make a run stale."""
     import nbformat
     nb = nbformat.read(lesson.notebook, as_version=4)
-    text = "\n\x00".join(c.source for c in nb.cells
+    text = "\n\x00".join(without_comments(c.source) for c in nb.cells
                           if c.cell_type == "code" and c.get("id") != "check-yourself-quiz")
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

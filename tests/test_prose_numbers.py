@@ -5,6 +5,8 @@ languages, short answers and pitfalls included - carries a marker, is a constant
 code, or sits in a sentence that cites its source."""
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 
@@ -117,3 +119,60 @@ def test_a_marker_binds_the_number_or_range_right_before_it():
     assert (one.low, one.high, one.bound, one.decimals) == (None, 0.95, "lower", 2)
     (two,), _ = bindings("from −0.021 to +0.124<!--n: ledger y-->")
     assert isinstance(two, Binding) and (two.low, two.high) == (-0.021, 0.124)
+
+
+# --- code comments ---------------------------------------------------------------------------------
+#
+# A comment that states what the sweep measured goes stale the day the sweep moves, and no marker can
+# sit in code. So comments name the claim (its range is in docs/sweep/claims.csv and the README's
+# table) instead of quoting it: a comment that speaks of runs, seeds or the sweep states no measured
+# decimal, percentage or ratio other than a constant of the lesson's code.
+
+_RUN_WORDS = re.compile(r"\b(sweep|runs?|seeds?|measured|moved?|moves)\b", re.I)
+_MEASURED = re.compile(r"(?<![\w.])(\d+\.\d+|\d+(?:\.\d+)?\s?%|\d+(?:\.\d+)?\s?(?:x|×)(?!\w))")
+
+
+def comment_problems(nb) -> list[str]:
+    import io
+    import tokenize
+    code = code_numbers(nb)
+    found = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO(cell.source).readline))
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            continue
+        blocks, last_row = [], -2      # a comment runs on over the lines right below it: one text
+        for token in tokens:
+            if token.type == tokenize.COMMENT:
+                if token.start[0] == last_row + 1 and blocks:
+                    blocks[-1] += "\n" + token.string
+                else:
+                    blocks.append(token.string)
+                last_row = token.start[0]
+        for text in blocks:
+            if not _RUN_WORDS.search(text):
+                continue
+            for match in _MEASURED.finditer(text):
+                value = float(re.sub(r"[%x×\s]", "", match.group(1)))
+                if value in code or value / 100 in code:
+                    continue
+                found.append(f"cell {index}: {match.group(1)!r} in “{' '.join(text.split())[:140]}”")
+    return found
+
+
+@pytest.mark.parametrize("lesson", LESSONS_WITH_PROSE, ids=[l.stem for l in LESSONS_WITH_PROSE])
+def test_code_comments_name_the_claim_instead_of_quoting_the_sweep(lesson):
+    found = comment_problems(nbformat.read(lesson.notebook, as_version=4))
+    assert not found, (f"{lesson.stem}: a comment quotes a measured number (name the claim; its range is in "
+                       f"docs/sweep/claims.csv):\n" + "\n".join(found))
+
+
+def test_a_comment_quoting_the_sweep_fails():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("steps = 3000\n# the gap moved between 0.19 and 0.29 over the sweep\nx = 1")]
+    assert comment_problems(nb)
+    nb.cells = [nbformat.v4.new_code_cell("steps = 3000\n# 3000 steps in every run\nx = 1")]
+    assert comment_problems(nb) == []

@@ -116,3 +116,12 @@ def test_the_data_is_from_the_stored_notebook(lesson, spread):
     swept = set(spread[spread["lesson"] == f"{lesson.number:02d}"]["statement"])
     missing = sorted(shown - swept)
     assert not missing, f"{lesson.stem}: claims shown in the stored notebook but not swept: {missing}"
+
+
+def test_a_comment_does_not_make_a_run_stale_but_code_does():
+    from course_tools.sweep import without_comments
+    cell = 'x = f"#{n}"  # 0.3-0.4 over the sweep\n# a whole-line comment\ny = "#" + x\n'
+    assert without_comments(cell) == 'x = f"#{n}"\ny = "#" + x'
+    assert without_comments(cell.replace("0.3-0.4", "0.2-0.5")) == without_comments(cell)
+    assert without_comments(cell.replace("y =", "z =")) != without_comments(cell)
+    assert without_comments("%matplotlib inline\nx = 1  # why") == "%matplotlib inline\nx = 1"   # magics stay
