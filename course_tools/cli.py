@@ -287,6 +287,9 @@ def cmd_interview(args) -> int:
     if args.rapid:
         from .interview import rapid_main
         return rapid_main(args.lang, args.n, lesson=number)
+    if args.whiteboard is not None or args.grade:
+        from .whiteboard import main as whiteboard
+        return whiteboard(args.whiteboard, args.lang, grade_only=args.grade)
     return interview(number, args.all, args.lang, args.n, in_order=args.in_order)
 
 
@@ -327,6 +330,12 @@ def main(argv: list[str] | None = None) -> int:
                    "scripts; by default each question shows them in a fresh order)")
     p.add_argument("--rapid", action="store_true", help="rapid fire: the standard interview questions "
                    "in random order, each answered in one line, then its one-line answer (not recorded)")
+    p.add_argument("--whiteboard", nargs="?", const="any", choices=["sdpa", "mha", "mlm", "any"], metavar="TASK",
+                   help="a timed whiteboard drill graded on hidden cases: sdpa (attention with a padding mask), "
+                   "mha (masked multi-head attention), mlm (BERT's masking); none: the interviewer picks. Writes "
+                   "work/whiteboard/TASK.py, grades it when you press Enter (build/whiteboard.jsonl)")
+    p.add_argument("--grade", action="store_true", help="with --whiteboard: grade work/whiteboard/TASK.py now "
+                   "(the clock started by --whiteboard TASK keeps running until then)")
     p.add_argument("--store-cells", action="store_true", help="for authors: write each lesson's "
                    "'Check yourself' cells (and their output) from its metadata.course.interview")
     p.set_defaults(func=cmd_interview)

@@ -58,18 +58,18 @@ REGISTRY: dict[str, Exercise] = {}
 
 
 def exercise(exercise_id: str, *, points: int, uses: tuple[str, ...] | str, title: str = "",
-             forbids: tuple[str, ...] = ()):
+             forbids: tuple[str, ...] = (), registry: dict | None = None):
     """Register a check. `uses` names the learner's objects the check receives, in order;
     `forbids` ("module:qualname", e.g. "torch.nn.functional:gelu") adds to what the exercise
-    forbids (course_tools/shortcuts.py lists the defaults per exercise)."""
+    forbids (course_tools/shortcuts.py lists the defaults per exercise). `registry`: another
+    registry than the lessons' REGISTRY (the whiteboard drill's checks keep their own)."""
     uses = (uses,) if isinstance(uses, str) else tuple(uses)
     if type(points) is not int or points < 0:
         raise ValueError(f"{exercise_id}: points must be a non-negative int")
 
     def register(run):
-        REGISTRY[exercise_id] = Exercise(exercise_id, points, uses, run,
-                                         title or (run.__doc__ or "").strip().split("\n")[0],
-                                         tuple(forbids))
+        (REGISTRY if registry is None else registry)[exercise_id] = Exercise(
+            exercise_id, points, uses, run, title or (run.__doc__ or "").strip().split("\n")[0], tuple(forbids))
         return run
     return register
 

@@ -16,9 +16,11 @@ is self-practice: nothing is written to the history.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
+import re
 from pathlib import Path
 
 from course_lib.quiz import (BOX_DAYS, WORDS, Card, InterviewError, Item, Verdict,  # noqa: F401
@@ -33,6 +35,74 @@ INTERVIEW_ENV = "COURSE_INTERVIEW_FILE"
 
 def interview_file() -> Path:
     return Path(os.environ.get(INTERVIEW_ENV) or ROOT / "build" / "interview.jsonl")
+
+
+# --- the frame in Chinese: the cells to reread and the units -------------------------------------
+
+#: The lessons' common cell headings in Chinese: `--lang zh` names the cell to reread in Chinese (the
+#: short answer is the lesson's own `## 中文简答` cell).
+HEADINGS_ZH = {"The short answer": "中文简答", "Pitfalls and follow-ups": "常见误区与追问", "Evidence": "证据",
+               "Exercise": "练习", "References": "参考文献", "Check yourself": "自测", "The experiment": "实验"}
+#: Numbered headings ("Experiment 2: ...", "Build: ..."): their kind in Chinese, and the cell's place.
+HEADING_KINDS_ZH = {"Experiment": "实验", "Build": "动手实现"}
+#: The units of numeric answers in Chinese (GFLOPs and M stay: symbols, as Chinese texts write them).
+UNITS_ZH = {"nats": "奈特", "steps": "步", "std": "个标准差", "heads": "个头", "windows": "个窗口"}
+
+
+def _cell_numbers(lesson: int) -> dict[str, int]:
+    """{heading text: the 1-based number of its cell in the lesson notebook} (the first cell with it)."""
+    if lesson in _CELL_NUMBERS:
+        return _CELL_NUMBERS[lesson]
+    found: dict[str, int] = {}
+    notebook = next((l.notebook for l in LESSONS if l.number == lesson), None)
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"] if notebook else []
+    except (OSError, ValueError, KeyError):
+        cells = []
+    for k, cell in enumerate(cells, 1):
+        if cell.get("cell_type") != "markdown":
+            continue
+        source = "".join(cell["source"]) if isinstance(cell.get("source"), list) else str(cell.get("source", ""))
+        for line in source.splitlines():
+            if line.startswith("#"):
+                found.setdefault(_heading(line.lstrip("#")), k)
+    _CELL_NUMBERS[lesson] = found
+    return found
+
+
+_CELL_NUMBERS: dict[int, dict[str, int]] = {}
+
+
+def _heading(text: str) -> str:
+    """A heading as the terminal shows it: LaTeX as plain text, no emphasis marks."""
+    return plain_text(str(text)).replace("*", "").strip()
+
+
+def cell_name(lesson: int, heading: str, lang: str = "en") -> str:
+    """The lesson cell to reread, named in the learner's language: in English its heading; in Chinese the
+    heading's Chinese name ("中文简答", "常见误区与追问"), or its kind and number with the cell's place in the
+    notebook ("实验 2（第 9 个单元格）"), or the place alone ("第 12 个单元格") - never the English heading."""
+    heading = _heading(heading)
+    if lang != "zh":
+        return heading
+    if heading in HEADINGS_ZH:
+        return HEADINGS_ZH[heading]
+    place = _cell_numbers(lesson).get(heading)
+    match = re.match(r"(Experiment|Build)(?:\s+(\d+))?\s*(?::|$)", heading)
+    kind = f"{HEADING_KINDS_ZH[match.group(1)]}{' ' + match.group(2) if match.group(2) else ''}" if match else ""
+    if kind and place:
+        return f"{kind}（第 {place} 个单元格）"
+    if place:
+        return f"第 {place} 个单元格"
+    return kind or "本课相应小节"
+
+
+def in_language(item: Item, lang: str) -> Item:
+    """`item` as a verdict in `lang` shows it: its unit in Chinese with --lang zh."""
+    unit = UNITS_ZH.get(item.unit.strip()) if lang == "zh" else None
+    if unit is None:
+        return item
+    return dataclasses.replace(item, unit=item.unit[:len(item.unit) - len(item.unit.lstrip())] + unit)
 
 
 def all_cards() -> list[Card]:
@@ -185,13 +255,13 @@ def run_session(items: list[Item], lang: str = "en", read=input, write=print,
                               else "did yours make the same points? [y/n] > ").strip().lower()
                 verdict = check(item, answer, ranges, lang, self_judged=judged.startswith(("y", "是")))
             else:
-                verdict = check(item, answer, ranges, lang, order=order)
+                verdict = check(in_language(item, lang), answer, ranges, lang, order=order)
         except EOFError:
             write("\n（输入结束：其余题目跳过）" if lang == "zh" else "\n(input ended: the rest of the session is skipped)")
             break
         write(plain_text(verdict.message) if item.kind != "explain" else
               f"{w['right'] if verdict.correct else w['review']}: {plain_text(verdict.message)}")
-        write(w["reread"].format(lesson=f"{item.lesson:02d}", cell=item.cell))
+        write(w["reread"].format(lesson=f"{item.lesson:02d}", cell=cell_name(item.lesson, item.cell, lang)))
         recorded.append(record(item, answer, verdict))
         # never one the session asks anyway: the push-back would give its answer away
         follow = push_back(item, [f for f in follow_ups or [] if f not in items]) if item.lesson not in pushed else None
@@ -224,13 +294,14 @@ def main(lesson: int | None, all_lessons: bool, lang: str, n: int, in_order: boo
     if lesson is not None:
         cards = [c for c in cards if c.lesson == lesson]
         if not cards:
-            print(f"lesson {lesson:02d}: no interview items")
+            print(f"第 {lesson:02d} 课没有面试题" if lang == "zh" else f"lesson {lesson:02d}: no interview items")
             return 2
     elif not all_lessons:
         done = lessons_run_so_far()
         chosen = [c for c in cards if c.lesson in done]
         if not chosen:
-            print("no lesson run yet (`course run --only NN` or grade an exercise): asking from every lesson")
+            print("还没有运行过任何一课（`course run --only NN` 或为练习评分）：从所有课程中出题" if lang == "zh" else
+                  "no lesson run yet (`course run --only NN` or grade an exercise): asking from every lesson")
         cards = chosen or cards
     ranges = claim_ranges()
     # a numeric item whose claim is not in the sweep data cannot be checked: left out (the tests say so)
@@ -262,7 +333,8 @@ def rapid_where(entry: dict, lang: str) -> str:
     """Where the course measures `entry`, or the paper it comes from, as one terminal line."""
     w = RAPID_WORDS[lang]
     if entry["lesson"] is not None:
-        return w["where"].format(n=f"{entry['lesson']:02d}", cell=plain_text(entry["cell"]).replace("*", ""))
+        return w["where"].format(n=f"{entry['lesson']:02d}",
+                                 cell=cell_name(entry["lesson"], plain_text(entry["cell"]).replace("*", ""), lang))
     return w["source"].format(source=entry["source"].replace("`", ""))
 
 

@@ -300,6 +300,47 @@ def test_a_practice_run_shuffles_options_asks_again_for_a_non_answer_and_speaks_
     assert recorded[0]["correct"] is True
     assert any(line.startswith("重读") for line in shown) and any("答对 1 / 1" in line for line in shown)
     assert not any("reread:" in line for line in shown)
+    assert not any(choice.cell in line for line in shown)         # the cell to reread, named in Chinese
+
+
+def test_a_chinese_session_prints_no_english_frame_words(tmp_path, monkeypatch, capsys):
+    """`course interview --lang zh` over every lesson's items, the push-backs and the rapid-fire questions:
+    once the items' own Chinese texts are taken out, no English word is left - the cells to reread (a
+    lesson's "## Experiment 2: ..." heading), the units, the prompts, the verdicts (issue 33)."""
+    import random
+    import re
+    from course_lib.quiz import claim_ranges, plain_text
+    from course_tools import rapid_fire
+    monkeypatch.setenv(interview.INTERVIEW_ENV, str(tmp_path / "h.jsonl"))
+    cards = interview.all_cards()
+    ranges = claim_ranges()
+    items = [i for c in cards for i in c.items if interview.checkable(i, ranges)]
+    entries = rapid_fire.load()
+    content = {plain_text(t) for i in items for t in [i.question["zh"], i.why["zh"], *(o["zh"] for o in i.options),
+                                                      *([i.derivation["zh"]] if i.derivation else [])]}
+    content |= {plain_text(c.say_this["zh"]) for c in cards}
+    content |= {plain_text(e[k]["zh"]) for e in entries for k in ("q", "a")}
+    content |= {e["source"].replace("`", "") for e in entries if e["source"]}       # a paper's citation
+    shown = []
+
+    def read(prompt):
+        shown.append(prompt)
+        return "y" if "[y/n]" in prompt else "1" if "数字" in prompt else "a"
+    interview.run_session(items, lang="zh", read=read, write=shown.append, ranges=ranges, follow_ups=items,
+                          model_answers={(c.lesson, "zh"): c.say_this["zh"] for c in cards}, rng=random.Random(0))
+    interview.rapid_session(entries, lang="zh", read=read, write=shown.append)
+    assert interview.main(0, False, "zh", 1) == 2                  # lesson 00 has no items: said in Chinese
+    shown.append(capsys.readouterr().out)
+    left = {}
+    for line in shown:
+        frame = line
+        for text in sorted(content, key=len, reverse=True):
+            frame = frame.replace(text, " ")
+        # code and paths (`_`, `.`, `:`, `/` in them) may stay; an English word may not
+        for token in re.findall(r"[A-Za-z_][\w.:/-]*", frame):
+            if re.fullmatch(r"[A-Za-z]{3,}", token) and token not in ("GFLOPs",):
+                left.setdefault(token, line)
+    assert not left, left
 
 
 def test_latex_is_plain_text_in_the_terminal():
