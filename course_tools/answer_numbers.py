@@ -22,14 +22,14 @@ import nbformat
 from course_lib.quiz import short_answers_in
 
 # A number as prose writes it: 195,840 / 0.13 / 45 / 3.0, with an optional unit that scales it.
-_NUMBER = re.compile(r"(?<![\w.\-/^_{\\])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w.]*\d)"
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.\-/^{\\])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w.]*\d)"
                      r"(?:\s?(%|k\b|M\b|B\b|×|x\b))?")
 _SCALE = {"k": 1e3, "M": 1e6, "B": 1e9}
 # Words before a number that make it a name, not a measurement.
 _NAMING = re.compile(r"(?:table|figure|fig\.|section|§|lesson|lessons|seed|seeds|step|layer|"
                      r"equation|eq\.|cell|part|chapter|appendix|round|version|python|torch)\s*$", re.I)
 # A sentence that cites its source: its numbers are quoted, not measured here.
-_CITES = re.compile(r"et al\.|\breports\b|\breported (?:by|in)\b|\bpaper\b|\bTable \d|\bthe authors\b|\bpublished\b", re.I)
+_CITES = re.compile(r"et al\.|等人|论文|表\s?\d|\breports\b|\breported (?:by|in)\b|\bpaper\b|\bTable \d|\bthe authors\b|\bpublished\b", re.I)
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", re.S)
 _OUTPUT_NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.I)
 

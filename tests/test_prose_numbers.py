@@ -97,6 +97,7 @@ def _nb(markdown: str):
     "The gap is 0.72 nats after 3000 steps.",                                      # no marker
     "The gap stays under 0.6<!--n: ledger lr 0.01--> nats.",                      # upper bound fails at 0.692
     "The gap is 0.72 nats, so it is reported, not claimed.",                      # our own "reported" is no citation
+    "差距为0.72 nats。",                                                          # a number right after a Chinese character
     "The gap is large<!--n: ledger best held-out-->.",                             # a marker after no number
 ])
 def test_a_planted_stale_or_unbound_number_fails(text):
@@ -176,3 +177,56 @@ def test_a_comment_quoting_the_sweep_fails():
     assert comment_problems(nb)
     nb.cells = [nbformat.v4.new_code_cell("steps = 3000\n# 3000 steps in every run\nx = 1")]
     assert comment_problems(nb) == []
+
+
+# --- the interview card ----------------------------------------------------------------------------
+#
+# The card (`metadata.course.interview`: say this, the correction, each item's explanation, the
+# labels of the numbers to quote) is what the cheat sheet and `course interview` show. It carries no
+# markers; instead every number it states is one the lesson's prose binds (a marked number or range
+# end), a constant of the code, or one the sentence cites. Questions, derivations (arithmetic shown
+# step by step), choice options (distractors are wrong on purpose) and the folklore (quoted) are
+# exempt.
+
+_CARD_EXEMPT = re.compile(r"question|derivation|options|folklore|\.(id|cell|claim|source|kind|unit|answer)$")
+
+
+def _card_texts(value, path=""):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _card_texts(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _card_texts(item, f"{path}[{index}]")
+    elif isinstance(value, str) and not _CARD_EXEMPT.search(path):
+        yield path, value
+
+
+def card_problems(nb) -> list[str]:
+    sourced = {round(abs(v), 6) for v in code_numbers(nb)}
+    for text in _prose(nb):
+        for binding in bindings(text)[0]:
+            sourced |= {round(abs(v), 6) for v in (binding.low, binding.high) if v is not None}
+    card = nb.metadata.get("course", {}).get("interview", {})
+    found = []
+    for path, text in _card_texts(card):
+        for number in stated_numbers(text):
+            if any(round(v, 6) in sourced for v in (number.value, number.value / 100, number.value * 100)):
+                continue
+            found.append(f"{path}: {number.text!r} in “{number.sentence[:120]}”")
+    return found
+
+
+@pytest.mark.parametrize("lesson", LESSONS_WITH_PROSE, ids=[l.stem for l in LESSONS_WITH_PROSE])
+def test_the_interview_card_states_only_numbers_the_prose_binds(lesson):
+    found = card_problems(nbformat.read(lesson.notebook, as_version=4))
+    assert not found, (f"{lesson.stem}: the card states a number its lesson's prose does not bind (quote the "
+                       f"bound range, or bind the number in the prose first):\n" + "\n".join(found))
+
+
+def test_a_card_number_the_prose_does_not_bind_fails():
+    nb = _nb("Tied wins by 0.12–0.23<!--n: ledger best held-out--> nats.")
+    nb.metadata["course"] = {"interview": {"measured": {"en": "Tied wins by about 0.2 nats."}}}
+    assert card_problems(nb)
+    nb.metadata["course"] = {"interview": {"measured": {"en": "Tied wins by 0.12–0.23 nats."}}}
+    assert card_problems(nb) == []
