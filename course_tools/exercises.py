@@ -33,6 +33,8 @@ from pathlib import Path
 import nbformat
 
 from . import ROOT
+from .manifest import work_dir
+from .notebook_cells import ANSWER_TAG
 
 SOLUTION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*(\n|$)",
                       re.M | re.S)
@@ -84,9 +86,9 @@ def make_exercise(solution_nb, lesson: int | None = None):
             cell.source = source
             cell.outputs = []
             cell.execution_count = None
-            tags = [t for t in cell.metadata.get("tags", []) if t != "answer"]
+            tags = [t for t in cell.metadata.get("tags", []) if t != ANSWER_TAG]
             if had_solution:
-                tags.append("answer")
+                tags.append(ANSWER_TAG)
             if tags:
                 cell.metadata["tags"] = tags
             else:
@@ -139,7 +141,6 @@ class SyncReport:
 
 
 def default_backup_dir() -> Path:
-    from .workspace import work_dir
     return work_dir() / "backups"
 
 

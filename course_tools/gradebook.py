@@ -32,7 +32,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from .grader import GradeError, grade, lesson_of, read_notebook
+from .grader import GradeError, grade, lesson_of, official_items, read_notebook
 
 COLUMNS = ["student", "name", "lesson", "file", "score", "max", "points", "feedback", "error", "seed",
            "in_roster", "written"]
@@ -360,7 +360,6 @@ def lesson_max(number: str) -> int | None:
 
 def lesson_written(number: str) -> list[tuple[str, int]]:
     """The lesson's manually graded items: (id, points)."""
-    from .gradescope import official_items
     try:
         return [(i["id"], i["max_points"]) for i in official_items(int(number)) if i.get("manual")]
     except (StopIteration, OSError, ValueError):

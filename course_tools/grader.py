@@ -28,13 +28,12 @@ import time
 from pathlib import Path
 
 from . import ROOT
+# the answer tag and the grading call: one definition, shared with grading.py and selfcheck.py
+from .notebook_cells import ANSWER_TAG, GRADE_CALL
 
-ANSWER_TAG = "answer"
-#: A grading call in a cell, `check("NN.item", ...)`; group 1 is the exercise id. The one
-#: definition: the notebook's `check` (grading.py) and `course check` (selfcheck.py) import it, so
-#: all three read a notebook's grading cells alike. This module imports only the standard library
-#: at the top, so importing it stays cheap (no torch) for the self-check's pytest plugin.
-GRADE_CALL = re.compile(r"""^\s*check\(\s*["']([^"']+)["']""", re.M)
+# This module imports only the standard library (and the two above) at the top, so importing it
+# stays cheap (no torch) for `course`'s commands and `course grade-class`; the checks (grading.py,
+# which imports torch) and the sandbox are imported by the functions that run them.
 MAX_NOTEBOOK_BYTES = 8 * 1024**2
 MAX_CELLS = 500
 MAX_FEEDBACK = 500
@@ -288,6 +287,20 @@ def check_lesson_matches(nb, lesson) -> None:
         raise GradeError("lesson-mismatch", f"the notebook's metadata says lesson {own}, but its cells "
                          f"are lesson {other}'s: nothing was graded. Grade it as lesson {other} (its "
                          f"metadata 'course.lesson'), or answer lesson {own}'s exercise")
+
+
+def official_items(number: int) -> list[dict]:
+    """The graded items of a lesson's exercise: id, max points, title (from the checks)."""
+    from .grading import load_all
+    from .manifest import LESSONS
+    lesson = next(l for l in LESSONS if l.number == number)
+    nb = validate(json.loads(lesson.exercise.read_text(encoding="utf-8")))
+    registry = load_all()
+    return [{"id": s["id"], "max_points": registry[s["id"]].points if s["id"] in registry else 0,
+             "title": registry[s["id"]].title if s["id"] in registry else "",
+             "manual": bool(getattr(registry.get(s["id"]), "manual", False)),
+             "rubric": list(getattr(registry.get(s["id"]), "rubric", ()))}
+            for s in rebuild(nb, nb) if s["kind"] == "grade"]
 
 
 # ------------------------------------------------------------------ grading

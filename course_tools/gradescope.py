@@ -43,7 +43,8 @@ import time
 import zipfile
 from pathlib import Path
 
-from . import ROOT
+from . import ROOT, gradebook
+from .grader import official_items   # the graded items of an exercise (importable from here too)
 
 CONFIG = "course_gradescope.json"
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -240,21 +241,6 @@ def install(source: Path) -> list[Path]:
     return written
 
 
-def official_items(number: int) -> list[dict]:
-    """The graded items of a lesson's exercise: id, max points, title (from the checks)."""
-    from .grader import rebuild, validate
-    from .grading import load_all
-    from .manifest import LESSONS
-    lesson = next(l for l in LESSONS if l.number == number)
-    nb = validate(json.loads(lesson.exercise.read_text(encoding="utf-8")))
-    registry = load_all()
-    return [{"id": s["id"], "max_points": registry[s["id"]].points if s["id"] in registry else 0,
-             "title": registry[s["id"]].title if s["id"] in registry else "",
-             "manual": bool(getattr(registry.get(s["id"]), "manual", False)),
-             "rubric": list(getattr(registry.get(s["id"]), "rubric", ()))}
-            for s in rebuild(nb, nb) if s["kind"] == "grade"]
-
-
 def _titles(number: int) -> dict[str, str]:
     try:
         return {i["id"]: i["title"] for i in official_items(number)}
@@ -373,7 +359,6 @@ def run(root, seed: int | None = None) -> tuple[dict, int]:
 
 
 def _run(root, seed: int | None) -> tuple[dict, int]:
-    from . import gradebook
     from .grader import GradeError, read_notebook
     started = time.monotonic()
     root = Path(root)

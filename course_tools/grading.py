@@ -31,7 +31,7 @@ from typing import Callable
 
 import torch
 
-from .grader import GRADE_CALL   # a grading cell, read as the grader reads it
+from .notebook_cells import ANSWER_TAG, GRADE_CALL   # answer and grading cells, read as the grader reads them
 
 
 class CheckFailed(AssertionError):
@@ -321,7 +321,7 @@ def _official_setup(exercise_id: str) -> list[str] | None:
     out = []
     for cell in nb["cells"]:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        if cell["cell_type"] == "code" and "answer" not in cell.get("metadata", {}).get("tags", []) \
+        if cell["cell_type"] == "code" and ANSWER_TAG not in cell.get("metadata", {}).get("tags", []) \
                 and not GRADE_CALL.search(source):
             out.append(source)
     return out

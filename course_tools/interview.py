@@ -28,6 +28,7 @@ from course_lib.quiz import (BOX_DAYS, WORDS, Card, InterviewError, Item, Verdic
                              parse_number, plain_text, short_answers)
 
 from . import ROOT, rapid_fire
+from .grade_log import last_grades
 from .manifest import LESSONS
 
 INTERVIEW_ENV = "COURSE_INTERVIEW_FILE"
@@ -192,7 +193,6 @@ def scores(entries: list[dict] | None = None) -> dict[str, str]:
 
 def lessons_run_so_far() -> set[int]:
     """Lessons the learner has executed (`course run` or a graded exercise); empty when none."""
-    from .progress import last_grades
     done = {int(k) for k in last_grades()}
     executed = ROOT / "build" / "notebooks"
     if executed.exists():

@@ -1,9 +1,11 @@
-"""The course manifest: every lesson id mapped to its notebook, exercise and solution.
+"""The course manifest: every lesson id mapped to its notebook, exercise and solution, and the
+learner's folder of exercise copies (`work_dir`).
 
 Checks are keyed by the lesson id; file names follow `NN_some_id.ipynb`.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,3 +100,12 @@ def by_id(lesson_id: str) -> Lesson:
 def available() -> list[Lesson]:
     """Lessons whose notebook exists (all of them in a finished checkout)."""
     return [lesson for lesson in LESSONS if lesson.notebook.exists()]
+
+
+WORK_ENV = "COURSE_WORK_DIR"
+
+
+def work_dir() -> Path:
+    """The learner's desk (`course_tools.workspace`): `work/` at the course's root unless
+    COURSE_WORK_DIR names another. `course exercises --force` backs edited exercises up there."""
+    return Path(os.environ.get(WORK_ENV) or ROOT / "work")

@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 
 from . import ROOT
-from .grader import GRADE_CALL   # a grading cell, read as the grader reads it
+from .notebook_cells import GRADE_CALL   # a grading cell, read as the grader reads it
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 OUT_ENV = "COURSE_SELFCHECK_OUT"

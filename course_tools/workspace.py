@@ -22,17 +22,13 @@ from pathlib import Path
 import nbformat
 
 from . import ROOT
-from .manifest import LESSONS, Lesson
-
-WORK_ENV = "COURSE_WORK_DIR"
+from .exercises import HASH_KEY, content_hash
+# WORK_ENV and work_dir live in the manifest (the exercise generator backs up there too)
+from .manifest import LESSONS, WORK_ENV, Lesson, work_dir  # noqa: F401
 
 
 class NotebookNotFound(ValueError):
     """What the learner typed names no notebook; the message says what would."""
-
-
-def work_dir() -> Path:
-    return Path(os.environ.get(WORK_ENV) or ROOT / "work")
 
 
 def lesson_for(item: str) -> Lesson | None:
@@ -74,7 +70,6 @@ def untouched_exercise(path, lesson: Lesson) -> bool:
     """Whether `path` is the lesson's generated exercise, as generated (nobody answered in it)."""
     import json
 
-    from .exercises import HASH_KEY, content_hash
     try:
         if Path(path).resolve() != lesson.exercise.resolve():
             return False

@@ -4,6 +4,7 @@ library changes no process-wide state."""
 from __future__ import annotations
 
 import ast
+import graphlib
 import json
 import os
 import subprocess
@@ -123,3 +124,158 @@ def test_no_iprogress_warning_in_a_kernel_without_ipywidgets():
             "    import tqdm.auto  # what transformers imports\n"
             "print([str(w.message) for w in caught if 'IProgress' in str(w.message)])\n")
     assert _python(code).strip() == "[]"
+
+
+# ------------------------------------------------------------ argument checks vs the idea
+# CONTRIBUTING.md, "Style": arguments are checked where a user enters (the top-level models'
+# forwards, the configs, the public functions a lesson calls), not inside every layer, and the
+# checks never outnumber the idea. A line of a function body is a check line when it belongs to
+# an `if ...: raise` block, a statement calling a `require_*` / `refuse_*` helper of
+# course_lib.validation, or an assert. validation.py, the helpers themselves, is left out.
+CHECK_HELPERS = ("require_", "refuse_")
+MAX_CHECK_SHARE = 0.15             # of all the function-body lines of course_lib
+MAX_MODULE_CHECK_SHARE = 0.30      # of one module's
+
+
+def _calls_a_check(node) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if name.startswith(CHECK_HELPERS):
+                return True
+    return False
+
+
+def _only_raises(body) -> bool:
+    return all(isinstance(s, ast.Raise) or _is_if_raise(s) for s in body)
+
+
+def _is_if_raise(node) -> bool:
+    return isinstance(node, ast.If) and _only_raises(node.body) and (not node.orelse or _only_raises(node.orelse))
+
+
+def _is_check(node) -> bool:
+    simple = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+    return (isinstance(node, ast.Assert) or _is_if_raise(node)
+            or (isinstance(node, simple) and _calls_a_check(node)))
+
+
+def check_lines(path) -> tuple[int, int]:
+    """(check lines, body lines) of a module: the non-blank, non-comment lines of its function
+    bodies (docstrings left out), and how many of them are argument checks."""
+    text = path.read_text(encoding="utf-8")
+    code = {i for i, line in enumerate(text.splitlines(), 1)
+            if line.strip() and not line.strip().startswith("#")}
+    spans = lambda node: set(range(node.lineno, node.end_lineno + 1))   # noqa: E731
+    body, checks = set(), set()
+    for fn in ast.walk(ast.parse(text)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        statements = fn.body
+        if statements and isinstance(statements[0], ast.Expr) and isinstance(statements[0].value, ast.Constant):
+            statements = statements[1:]                                  # the docstring
+        for statement in statements:
+            body |= spans(statement)
+        checks |= set().union(*(spans(n) for n in ast.walk(fn) if _is_check(n)))
+    return len(checks & body & code), len(body & code)
+
+
+def check_table() -> dict[str, tuple[int, int]]:
+    """{module: (check lines, body lines)} of course_lib, validation.py left out."""
+    package = ROOT / "course_lib"
+    return {str(p.relative_to(package)): check_lines(p) for p in sorted(package.rglob("*.py"))
+            if p.name != "validation.py"}
+
+
+def test_argument_checks_do_not_drown_the_idea():
+    table = check_table()
+    checks, body = (sum(column) for column in zip(*table.values()))
+    assert checks <= MAX_CHECK_SHARE * body, f"{checks} of {body} body lines are argument checks"
+    heavy = {m: f"{c}/{b}" for m, (c, b) in table.items() if c > MAX_MODULE_CHECK_SHARE * b}
+    assert not heavy, f"modules whose checks outweigh the idea (check/body lines): {heavy}"
+
+
+if __name__ == "__main__":      # python -m tests.test_layout: the table
+    rows = check_table()
+    for module, (c, b) in sorted(rows.items(), key=lambda row: -row[1][0] / max(row[1][1], 1)):
+        print(f"{module:32} {c:5} {b:5} {c / max(b, 1):6.0%}")
+    total_c, total_b = (sum(column) for column in zip(*rows.values()))
+    print(f"{'total':32} {total_c:5} {total_b:5} {total_c / total_b:6.0%}")
+
+
+# --------------------------------------------------------------------------- the import graph
+
+PACKAGES = ("course_lib", "course_tools")
+
+
+def _modules() -> dict[str, tuple]:
+    """{dotted name: (path, is a package)} of every module of course_lib and course_tools."""
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            is_package = parts[-1] == "__init__"
+            found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """{module: {module it imports: line}} between the modules of course_lib and course_tools, read
+    from the source with `ast`: `import x` and `from x import y` at module level and inside
+    functions, relative imports resolved (`from . import y` and `from .x import y` name the package
+    and, when y is a module, y too)."""
+    modules, graph = _modules(), {}
+    for name, (path, is_package) in modules.items():
+        edges = graph[name] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = name.split(".") if is_package else name.split(".")[:-1]
+                    parts = parts[:len(parts) - (node.level - 1)]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            for target in targets:
+                parts = target.split(".")
+                # the longest prefix that is one of our modules (`import course_lib.data.corpus`)
+                known = next((".".join(parts[:i]) for i in range(len(parts), 0, -1)
+                              if ".".join(parts[:i]) in modules), None)
+                if known is not None and known != name:
+                    edges.setdefault(known, node.lineno)
+    return graph
+
+
+def test_the_import_graph_reads_relative_and_function_level_imports():
+    graph = import_graph()
+    assert "course_lib.data.corpus" in graph["course_lib.pretraining"]          # from .data.corpus import
+    assert "course_lib.cache" in graph["course_lib.pretraining"]                # from . import cache
+    assert "course_tools.grading" in graph["course_tools.checks.lesson01"]      # from ..grading import
+    assert "course_tools.grading" in graph["course_tools.grader"]               # inside a function
+    assert "course_lib" in graph["course_tools"]                                # from course_lib import ROOT
+
+
+def test_imports_between_the_course_modules_have_no_cycle():
+    """Imports flow one way: a cycle (a imports b, b imports a, directly or round a longer loop,
+    at module level or inside a function) makes the modules hard to read and one of them
+    import half-initialised. Break one by moving the shared piece to the module that owns it, or
+    to a small module both import."""
+    graph = import_graph()
+    try:
+        tuple(graphlib.TopologicalSorter({m: set(deps) for m, deps in graph.items()}).static_order())
+    except graphlib.CycleError as error:
+        cycle = error.args[1]
+        steps = [f"{a} -> {b} (line {graph[a][b]})" for a, b in zip(cycle, cycle[1:])]
+        raise AssertionError("import cycle: " + "; ".join(steps)) from None
+
+
+def test_the_library_never_imports_the_machinery():
+    """course_lib (what the lessons build) must not depend on course_tools (the CLI, the grader)."""
+    graph = import_graph()
+    wrong = sorted(f"{m} -> {d} (line {line})" for m, deps in graph.items() if m.split(".")[0] == "course_lib"
+                   for d, line in deps.items() if d.split(".")[0] == "course_tools")
+    assert not wrong, wrong

@@ -14,7 +14,8 @@ from course_tools.manifest import LESSONS
 @pytest.fixture
 def build(tmp_path, monkeypatch):
     monkeypatch.setattr(progress, "BUILD", tmp_path)
-    monkeypatch.delenv(progress.GRADES_ENV, raising=False)
+    # the grades log (`course_tools.grade_log`, re-exported by progress) in the same folder
+    monkeypatch.setenv(progress.GRADES_ENV, str(tmp_path / "grades.jsonl"))
     return tmp_path
 
 
