@@ -10,7 +10,7 @@ import math
 import torch
 from torch import nn
 
-from .validation import require_tensor
+from .validation import require_choice
 
 _GELU_FORMS = ("none", "tanh")
 
@@ -21,7 +21,6 @@ def gelu(x, approximate: str = "none"):
     approximate="none":  0.5 · x · (1 + erf(x / √2))                       (exact)
     approximate="tanh":  0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))
     """
-    require_tensor("x", x)
     if approximate == "none":
         return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
     if approximate == "tanh":
@@ -34,9 +33,7 @@ class GELU(nn.Module):
 
     def __init__(self, approximate: str = "none"):
         super().__init__()
-        if approximate not in _GELU_FORMS:
-            raise ValueError(f"approximate: expected one of {_GELU_FORMS}, got {approximate!r}")
-        self.approximate = approximate
+        self.approximate = require_choice("approximate", approximate, _GELU_FORMS)
 
     def forward(self, x):
         return gelu(x, self.approximate)

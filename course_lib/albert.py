@@ -25,7 +25,7 @@ from torch import nn
 
 from .bert import (BertConfig, BertEmbeddings, BertModelOutput, BertPooler, bert_layer, encoder_mask,
                    init_bert_weights, load_renamed, run_layers)
-from .validation import require_positive_int, require_rank
+from .validation import require_instance, require_positive_int
 
 
 @dataclass
@@ -59,10 +59,8 @@ class AlbertModel(nn.Module):
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
-        if not isinstance(config, AlbertConfig):
-            raise ValueError(f"config: expected an AlbertConfig (embedding_size, num_hidden_groups), "
-                             f"got {type(config).__name__}")
-        self.config = config
+        self.config = require_instance("config", config, AlbertConfig,
+                                       "an AlbertConfig (embedding_size, num_hidden_groups)")
         self.embeddings = BertEmbeddings(_embedding_config(config))          # tables V x E, ...
         self.embedding_hidden_mapping_in = nn.Linear(config.embedding_size, config.hidden_size)
         self.groups = nn.ModuleList(bert_layer(config) for _ in range(config.num_hidden_groups))
@@ -80,9 +78,8 @@ class AlbertModel(nn.Module):
         """input_ids, token_type_ids: (B, T) ids; attention_mask: (B, T), 1 = token, 0 = padding.
         Returns BERT's `BertModelOutput`, and runs its layers as BERT does
         (`course_lib.bert.run_layers`: no mask at all without padding, only the real tokens with)."""
-        require_rank("input_ids", input_ids, rank=2, layout="(B, T)")  # a list from encode() too
+        x = self.embeddings(input_ids, token_type_ids)                       # (B, T, E); checks the ids
         mask = encoder_mask(attention_mask, input_ids)                       # (B, 1, 1, T) or None
-        x = self.embeddings(input_ids, token_type_ids)                       # (B, T, E)
         x = self.embedding_hidden_mapping_in(x)                              # (B, T, H)
         layers = (self.layer_for(i) for i in range(self.config.num_hidden_layers))  # shared weights
         last, hidden_states, attentions = run_layers(layers, x, attention_mask, mask,
@@ -92,8 +89,6 @@ class AlbertModel(nn.Module):
 
 def count_parameters(module: nn.Module) -> int:
     """Number of distinct parameters: `parameters()` yields a shared tensor once."""
-    if not isinstance(module, nn.Module):
-        raise ValueError(f"module: expected an nn.Module, got {type(module).__name__}")
     return sum(p.numel() for p in module.parameters())
 
 
@@ -104,8 +99,6 @@ def _layer_count(H: int, I: int) -> int:
 
 def bert_parameter_count(config: BertConfig, pooler: bool = True) -> int:
     """BERT's size in closed form (RoBERTa is the same formula with its vocabulary and tables)."""
-    if not isinstance(config, BertConfig):
-        raise ValueError(f"config: expected a BertConfig, got {type(config).__name__}")
     c = config
     H = c.hidden_size
     embeddings = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * H + 2 * H
@@ -115,8 +108,6 @@ def bert_parameter_count(config: BertConfig, pooler: bool = True) -> int:
 
 def albert_parameter_count(config: AlbertConfig, pooler: bool = True) -> int:
     """ALBERT's size in closed form: E-wide tables, one E -> H map, `num_hidden_groups` layers."""
-    if not isinstance(config, AlbertConfig):
-        raise ValueError(f"config: expected an AlbertConfig, got {type(config).__name__}")
     c = config
     E, H = c.embedding_size, c.hidden_size
     embeddings = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * E + 2 * E
@@ -126,9 +117,7 @@ def albert_parameter_count(config: AlbertConfig, pooler: bool = True) -> int:
 
 def meta_model(cls, config) -> nn.Module:
     """Instantiate a model without allocating its weights (shapes only): enough to count."""
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        raise ValueError(f"cls: expected a model class (e.g. BertModel), got {type(cls).__name__} "
-                         f"(pass the class, not an instance)")
+    require_instance("cls", cls, type, "a model class (e.g. BertModel), not an instance")
     with torch.device("meta"):
         return cls(config)
 
@@ -149,15 +138,13 @@ def from_hf_state_dict(config: AlbertConfig, state_dict: dict) -> AlbertModel:
             out[key.removeprefix("encoder.")] = value
         elif key.startswith("encoder.albert_layer_groups."):
             parts = key.split(".")           # encoder.albert_layer_groups.G.albert_layers.0.<name>.<leaf>
-            if len(parts) < 7:
+            name = ".".join(parts[5:-1])
+            if len(parts) < 7 or name not in per_layer:
                 raise ValueError(f"state_dict: unexpected Hugging Face ALBERT key {key!r} (expected "
-                                 f"encoder.albert_layer_groups.G.albert_layers.0.<name>.<leaf>)")
+                                 f"encoder.albert_layer_groups.G.albert_layers.0.<name>.<leaf>, "
+                                 f"<name> one of {sorted(per_layer)})")
             if parts[4] != "0":
                 raise ValueError(f"state_dict: inner_group_num > 1 is not implemented ({key!r})")
-            name = ".".join(parts[5:-1])
-            if name not in per_layer:
-                raise ValueError(f"state_dict: unexpected Hugging Face ALBERT key {key!r} "
-                                 f"(known layer parts: {sorted(per_layer)})")
             out[f"groups.{parts[2]}.{per_layer[name]}.{parts[-1]}"] = value
     model = AlbertModel(config)
     load_renamed(model, out)

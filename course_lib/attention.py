@@ -18,9 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import (require_bool_mask, require_divisible, require_floating, require_input_dtype,
-                         require_positive, require_positive_int, require_probability, require_rank,
-                         require_same_dtype, require_size, shape_str)
+from .validation import require_bool_mask, require_divisible, require_positive, require_probability
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, scale=None, dropout_p=0.0):
@@ -31,26 +29,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, dropout_p=0.0):
     A query row whose keys are all masked gets zero weights and a zero output
     (not NaN), so padding rows never poison a batch.
     """
-    require_rank("q", q, min_rank=2, layout="(..., T_q, d_k)")
-    require_rank("k", k, min_rank=2, layout="(..., T_k, d_k)")
-    require_rank("v", v, min_rank=2, layout="(..., T_k, d_v)")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"k: last dim must equal q's d_k={q.shape[-1]}, got shape {shape_str(k)}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"v: must have T_k={k.shape[-2]} rows like k, got shape {shape_str(v)}")
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
-        raise ValueError(f"k: leading (batch) dims must broadcast with q's {tuple(q.shape[:-2])} "
-                         f"and v's {tuple(v.shape[:-2])}, got shape {shape_str(k)}") from None
-    require_floating("q", q)
-    require_same_dtype("k", k, "q", q)
-    require_same_dtype("v", v, "q", q)
     if scale is not None:
         require_positive("scale", scale)      # NaN, inf or <= 0 would silently spoil every weight
-    require_probability("dropout_p", dropout_p)
-    d_k = q.shape[-1]
-    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
 
     scores = (q @ k.transpose(-2, -1)) * scale  # (..., T_q, T_k)
     if mask is not None:
@@ -68,8 +49,6 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None, dropout_p=0.0):
 
 def split_heads(x, n_heads: int):
     """(B, T, d_model) -> (B, n_heads, T, head_dim)."""
-    require_rank("x", x, rank=3, layout="(B, T, d_model)")
-    require_positive_int("n_heads", n_heads)
     B, T, d_model = x.shape
     require_divisible("d_model", d_model, "n_heads", n_heads)
     return x.view(B, T, n_heads, d_model // n_heads).transpose(1, 2)
@@ -77,7 +56,6 @@ def split_heads(x, n_heads: int):
 
 def merge_heads(x):
     """(B, n_heads, T, head_dim) -> (B, T, n_heads * head_dim)."""
-    require_rank("x", x, rank=4, layout="(B, n_heads, T, head_dim)")
     B, n_heads, T, head_dim = x.shape
     return x.transpose(1, 2).reshape(B, T, n_heads * head_dim)
 
@@ -98,8 +76,6 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
-        require_positive_int("d_model", d_model)
-        require_positive_int("n_heads", n_heads)
         require_divisible("d_model", d_model, "n_heads", n_heads)
         require_probability("dropout", dropout)
         self.d_model, self.n_heads = d_model, n_heads
@@ -111,22 +87,12 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout  # on the attention weights, as in BERT and nn.MultiheadAttention
 
     def forward(self, query, key, value, mask=None, need_weights: bool = True):
-        for name, x, proj in (("query", query, self.q_proj), ("key", key, self.k_proj),
-                              ("value", value, self.v_proj)):
-            require_rank(name, x, rank=3, layout="(B, T, d_model)")
-            require_size(name, x, -1, self.d_model, "d_model")
-            require_input_dtype(name, x, proj)
-        if key.shape[:2] != value.shape[:2]:
-            raise ValueError(f"value: expected (B, T_k) = {tuple(key.shape[:2])} like key, "
-                             f"got shape {shape_str(value)}")
-        if query.shape[0] != key.shape[0]:
-            raise ValueError(f"key: batch size {key.shape[0]} differs from query's {query.shape[0]}")
+        if mask is not None:        # a float mask would be added to the scores by the fused kernel
+            require_bool_mask("mask", mask, (query.shape[0], self.n_heads, query.shape[1], key.shape[1]),
+                              "(B, n_heads, T_q, T_k)")
         q = split_heads(self.q_proj(query), self.n_heads)  # (B, n_heads, T_q, head_dim)
         k = split_heads(self.k_proj(key), self.n_heads)    # (B, n_heads, T_k, head_dim)
         v = split_heads(self.v_proj(value), self.n_heads)  # (B, n_heads, T_k, head_dim)
-        if mask is not None:
-            B, T_q, T_k = query.shape[0], query.shape[1], key.shape[1]
-            require_bool_mask("mask", mask, (B, self.n_heads, T_q, T_k), "(B, n_heads, T_q, T_k)")
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
             out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)

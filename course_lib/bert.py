@@ -29,10 +29,10 @@ from .activations import get_activation
 from .layernorm import LayerNorm
 from .masking import IGNORE_INDEX
 from .transformer import EncoderLayer, TokenPacking, padding_mask
-from .validation import (require_divisible, require_finite, require_floating, require_id, require_ids,
-                         require_input_dtype, require_int, require_labels, require_positive,
-                         require_positive_int, require_probability, require_rank, require_size,
-                         require_tensor, shape_str)
+from .validation import (require_attention_mask, require_choice, require_divisible, require_finite,
+                         require_id, require_ids, require_instance, require_int, require_labels,
+                         require_positive, require_positive_int, require_probability, require_shape,
+                         require_token_ids)
 
 # Hugging Face activation names -> the course's (`course_lib.activations.get_activation` names).
 _HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
@@ -69,29 +69,20 @@ class BertConfig:
             require_id("pad_token_id", self.pad_token_id, self.vocab_size)
         require_divisible("hidden_size", self.hidden_size,
                           "num_attention_heads", self.num_attention_heads)
-        if self.hidden_act not in _HF_ACTIVATIONS:
-            raise ValueError(f"hidden_act: expected one of {sorted(_HF_ACTIVATIONS)}, "
-                             f"got {self.hidden_act!r}")
+        require_choice("hidden_act", self.hidden_act, sorted(_HF_ACTIVATIONS))
 
     @classmethod
     def from_dict(cls, d: dict) -> BertConfig:
         """Keep the fields BertConfig knows; refuse settings that would change the model."""
-        if not isinstance(d, dict):
-            raise ValueError(f"d: expected a dict (a parsed config.json), got {type(d).__name__}")
-        if d.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError(f"position_embedding_type: only 'absolute' is implemented, "
-                             f"got {d['position_embedding_type']!r}")
+        require_instance("d", d, dict, "a dict (a parsed config.json)")
+        require_choice("position_embedding_type", d.get("position_embedding_type", "absolute"),
+                       ("absolute",))                                 # the only one implemented
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
     @classmethod
     def from_json(cls, path: str | PathLike) -> BertConfig:
-        """Read a Hugging Face config.json."""
-        if isinstance(path, str) and path.lstrip().startswith("{"):
-            raise ValueError(f"path: expected the path of a config.json, got JSON text {path:.40}... "
-                             f"(parse it and call BertConfig.from_dict)")
-        if not Path(path).is_file():
-            raise ValueError(f"path: expected a config.json file, got {str(path)!r}, which is no file")
+        """Read a Hugging Face config.json (parsed JSON goes to `from_dict`)."""
         return cls.from_dict(json.loads(Path(path).read_text()))
 
     def to_dict(self) -> dict:
@@ -117,35 +108,20 @@ class BertEmbeddings(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids, token_type_ids=None):
-        """input_ids, token_type_ids: (B, T) -> (B, T, hidden_size)."""
+        """input_ids, token_type_ids: (B, T) -> (B, T, hidden_size). Where BERT's ids enter: the
+        ids are checked here (a 513th position has no row in the table: lesson 05)."""
         c = self.config
-        require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
-        T = input_ids.shape[1]
-        if not _tracing() and T == 0:     # (an exported graph keeps no Python checks of shapes)
-            raise ValueError(f"input_ids: expected at least one position, got shape {shape_str(input_ids)}")
-        if T > c.max_position_embeddings:
-            raise ValueError(f"input_ids: sequence length {T} exceeds max_position_embeddings="
-                             f"{c.max_position_embeddings} (the position table has no row "
-                             f"{c.max_position_embeddings}); truncate or use a sliding window")
-        require_ids("input_ids", input_ids, c.vocab_size, what="vocab_size")
+        require_token_ids("input_ids", input_ids, c.vocab_size, c.max_position_embeddings,
+                          "max_position_embeddings")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        require_rank("token_type_ids", token_type_ids, rank=2, layout="(B, T)")
-        if token_type_ids.shape != input_ids.shape:
-            raise ValueError(f"token_type_ids: expected shape {shape_str(input_ids)} like "
-                             f"input_ids, got {shape_str(token_type_ids)}")
+        require_shape("token_type_ids", token_type_ids, input_ids.shape, "input_ids")
         require_ids("token_type_ids", token_type_ids, c.type_vocab_size, what="type_vocab_size")
-        positions = torch.arange(T, device=input_ids.device)             # (T,)
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)  # (T,)
         x = (self.word_embeddings(input_ids)                              # (B, T, H)
              + self.position_embeddings(positions)                        # (T, H), broadcast
              + self.token_type_embeddings(token_type_ids))                # (B, T, H)
         return self.dropout(self.LayerNorm(x))
-
-
-def _require_config(config, cls=None) -> None:
-    cls = cls or BertConfig
-    if not isinstance(config, cls):
-        raise ValueError(f"config: expected a {cls.__name__}, got {type(config).__name__}")
 
 
 def bert_layer(config: BertConfig) -> EncoderLayer:
@@ -160,7 +136,6 @@ def bert_layer(config: BertConfig) -> EncoderLayer:
     `weight`/`bias` are the same). The written-out formulas read the activations 5-8 times
     each; in BERT they made the whole model ~25% slower than Hugging Face's.
     """
-    _require_config(config)
     return EncoderLayer(config.hidden_size, config.num_attention_heads, config.intermediate_size,
                         dropout=config.hidden_dropout_prob,
                         activation=_HF_ACTIVATIONS[config.hidden_act], norm_first=False,
@@ -174,17 +149,9 @@ class BertPooler(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        _require_config(config)
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
 
     def forward(self, sequence_output):
-        if not _tracing():                # shapes and dtype only (metadata, no pass over the values)
-            require_rank("sequence_output", sequence_output, rank=3, layout="(B, T, hidden_size)")
-            require_size("sequence_output", sequence_output, -1, self.dense.in_features, "hidden_size")
-            if sequence_output.shape[1] == 0:
-                raise ValueError(f"sequence_output: expected at least one position, got shape "
-                                 f"{shape_str(sequence_output)}")
-            require_input_dtype("sequence_output", sequence_output, self.dense)
         return torch.tanh(self.dense(sequence_output[:, 0]))           # (B, H)
 
 
@@ -230,8 +197,7 @@ class BertModel(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        _require_config(config)
-        self.config = config
+        self.config = require_instance("config", config, BertConfig)
         self.embeddings = BertEmbeddings(config)
         self.layers = nn.ModuleList(bert_layer(config) for _ in range(config.num_hidden_layers))
         self.pooler = BertPooler(config)
@@ -249,9 +215,8 @@ class BertModel(nn.Module):
         No real token attends to a padded one, and the layers skip the padded positions
         (see `run_layers`): their vectors are zeros, which callers ignore.
         """
-        require_rank("input_ids", input_ids, rank=2, layout="(B, T)")  # a list from encode() too
+        x = self.embeddings(input_ids, token_type_ids)                   # (B, T, H); checks the ids
         mask = encoder_mask(attention_mask, input_ids)                   # (B, 1, 1, T) or None
-        x = self.embeddings(input_ids, token_type_ids)                   # (B, T, H)
         last, hidden_states, attentions = run_layers(self.layers, x, attention_mask, mask,
                                                      output_hidden_states, output_attentions)
         return BertModelOutput(last, self.pooler(last), hidden_states, attentions)
@@ -278,15 +243,16 @@ class BertModel(nn.Module):
 
 def encoder_mask(attention_mask, input_ids) -> torch.Tensor | None:
     """The mask BERT's layers take (BERT, ALBERT and the distilled students alike): the
-    (B, 1, 1, T) `padding_mask` of a (B, T) attention_mask shaped like `input_ids`, or None
-    when there is nothing to mask.
+    (B, 1, 1, T) `padding_mask` of a (B, T) attention_mask shaped like `input_ids` (checked
+    here, at the models' entry), or None when there is nothing to mask.
 
     No padding: every key is allowed, so no mask at all. The fused kernel is faster without one
     (Hugging Face's SDPA path makes the same choice). Not while tracing (ONNX export,
     torch.compile): the graph must keep the mask, or a padded batch fed to the exported model
     later would attend to its padding."""
-    require_tensor("input_ids", input_ids)       # not a list: its rows would read as a shape
-    mask = padding_mask(attention_mask, input_ids)                       # (B, 1, 1, T) or None
+    if attention_mask is not None:
+        require_attention_mask("attention_mask", attention_mask, input_ids)
+    mask = padding_mask(attention_mask)                                  # (B, 1, 1, T) or None
     if mask is not None and not _tracing() and mask.all():
         return None
     return mask
@@ -339,9 +305,7 @@ def load_renamed(model: nn.Module, state_dict: dict) -> None:
 
 
 def hf_to_course_state_dict(state_dict: dict, num_layers: int) -> dict:
-    require_int("num_layers", num_layers, minimum=0)
-    if not isinstance(state_dict, dict):
-        raise ValueError(f"state_dict: expected a dict name -> tensor, got {type(state_dict).__name__}")
+    require_instance("state_dict", state_dict, dict, "a dict name -> tensor")
     names = _hf_key_map(num_layers)
     out = {}
     for key, value in state_dict.items():
@@ -356,9 +320,6 @@ def hf_to_course_state_dict(state_dict: dict, num_layers: int) -> dict:
 
 def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
     """BERT's initialisation: N(0, 0.02) weights, zero biases, LayerNorm at identity."""
-    if not isinstance(module, nn.Module):
-        raise ValueError(f"module: expected an nn.Module (use model.apply), got {type(module).__name__}")
-    require_finite("std", std, minimum=0.0)
     if isinstance(module, nn.Linear):
         nn.init.normal_(module.weight, std=std)
         if module.bias is not None:
@@ -384,13 +345,7 @@ class BertLMHead(nn.Module):
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
-        _require_config(config)
         H, V = config.hidden_size, config.vocab_size
-        weight = getattr(word_embeddings, "weight", None)
-        if not isinstance(weight, torch.Tensor) or tuple(weight.shape) != (V, H):
-            got = shape_str(weight) if isinstance(weight, torch.Tensor) else type(word_embeddings).__name__
-            raise ValueError(f"word_embeddings: expected a (vocab_size, hidden_size)=({V}, {H}) table "
-                             f"(the model's nn.Embedding), got {got}")
         self.dense = nn.Linear(H, H)
         self.activation = get_activation(_HF_ACTIVATIONS[config.hidden_act], fused=True)
         self.LayerNorm = nn.LayerNorm(H, eps=config.layer_norm_eps)
@@ -399,10 +354,6 @@ class BertLMHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(V))
 
     def forward(self, sequence_output):
-        if not _tracing():                # shapes and dtype only (metadata, no pass over the values)
-            require_rank("sequence_output", sequence_output, min_rank=2, layout="(..., hidden_size)")
-            require_size("sequence_output", sequence_output, -1, self.dense.in_features, "hidden_size")
-            require_input_dtype("sequence_output", sequence_output, self.dense)
         h = self.LayerNorm(self.activation(self.dense(sequence_output)))  # (B, T, H)
         return self.decoder(h) + self.bias                                # (B, T, V)
 
@@ -445,17 +396,10 @@ class BertForPreTraining(nn.Module):
         prediction_logits = self.mlm_head(out.last_hidden_state)         # (B, T, V)
         seq_relationship_logits = self.nsp_head(out.pooler_output)       # (B, 2)
         mlm_loss = nsp_loss = None
-        if labels is not None:
-            require_rank("labels", labels, rank=2, layout="(B, T)")
-            if labels.shape != input_ids.shape:
-                raise ValueError(f"labels: expected shape {shape_str(input_ids)} like input_ids, "
-                                 f"got {shape_str(labels)}")
+        if labels is not None:                                           # checked there
             mlm_loss = mlm_cross_entropy(prediction_logits, labels)
         if next_sentence_label is not None:
-            require_rank("next_sentence_label", next_sentence_label, rank=1, layout="(B,)")
-            if next_sentence_label.shape != (input_ids.shape[0],):
-                raise ValueError(f"next_sentence_label: expected shape ({input_ids.shape[0]},) "
-                                 f"(B,), got {shape_str(next_sentence_label)}")
+            require_shape("next_sentence_label", next_sentence_label, input_ids.shape[:1], "the batch (B,)")
             require_labels("next_sentence_label", next_sentence_label, 2)
             nsp_loss = F.cross_entropy(seq_relationship_logits, next_sentence_label)
         parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
@@ -491,13 +435,8 @@ def mlm_cross_entropy(prediction_logits, labels):
     A batch in which no position was selected has no MLM term: the loss is 0 (with a graft
     to the graph so backward() still works), not F.cross_entropy's 0/0 = NaN.
     """
-    require_rank("prediction_logits", prediction_logits, min_rank=2, layout="(..., V)")
-    require_floating("prediction_logits", prediction_logits)
     V = prediction_logits.shape[-1]
-    require_tensor("labels", labels)
-    if labels.shape != prediction_logits.shape[:-1]:
-        raise ValueError(f"labels: expected shape {tuple(prediction_logits.shape[:-1])} like "
-                         f"prediction_logits without V, got {shape_str(labels)}")
+    require_shape("labels", labels, prediction_logits.shape[:-1], "prediction_logits without V")
     # -1 or V would stop cross_entropy with "Target -1 is out of bounds"
     require_labels("labels", labels, V, what="vocab_size")
     selected = labels != IGNORE_INDEX

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import ROOT
+from .validation import require_int
 
 
 def cache_dir(name: str, root: str | Path | None = None) -> Path:
@@ -34,8 +35,6 @@ def cache_dir(name: str, root: str | Path | None = None) -> Path:
         raise ValueError(f"name: expected a non-empty relative folder name inside the cache root "
                          f"(no '..', not absolute), got {name!r}")
     base = Path(root) if root is not None else ROOT / "build" / "cache"
-    if base.exists() and not base.is_dir():
-        raise ValueError(f"root: expected a folder for the caches, got {str(base)!r}, which is a file")
     folder = base / name
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -48,9 +47,6 @@ def source_modules(*entry_points: str | Path) -> list[Path]:
     inside functions), sorted. A subpackage counts with its `__init__.py`, which importing any of
     its modules runs."""
     for p in entry_points:
-        if not isinstance(p, (str, Path)):
-            raise ValueError(f"entry_points: expected paths, one per argument (source_modules(a, b)), "
-                             f"got a {type(p).__name__}")
         if not Path(p).is_file():      # a mistyped entry point would digest no source: a stale key
             raise ValueError(f"entry_points: expected existing source files, got {str(p)!r}")
     todo, seen = [Path(p).resolve() for p in entry_points], set()
@@ -79,13 +75,8 @@ def source_modules(*entry_points: str | Path) -> list[Path]:
 
 def source_digest(paths) -> str:
     """sha256 over the (name, text) of the files, in sorted order."""
-    if isinstance(paths, (str, Path)):
-        raise ValueError(f"paths: expected a list of paths, got one {type(paths).__name__} {str(paths)!r} "
-                         f"(wrap it: [path])")
     digest = hashlib.sha256()
     for path in sorted(Path(p) for p in paths):
-        if not path.is_file():
-            raise ValueError(f"paths: expected source files, got {str(path)!r}, which is no file")
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -94,9 +85,6 @@ def versions(*packages: str) -> dict[str, str]:
     """{package: installed version} ('absent' when not installed)."""
     found = {}
     for name in packages:
-        if not isinstance(name, str):
-            raise ValueError(f"packages: expected package names as str arguments (versions('torch', "
-                             f"'onnx')), got {type(name).__name__} {name!r}")
         try:
             found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -108,11 +96,7 @@ def cache_key(inputs: dict, package_versions: dict | None = None, source: str | 
               length: int = 16) -> str:
     """A short sha256 of (inputs, package versions, source digest), JSON with sorted keys:
     any change to any of them gives another key."""
-    if isinstance(length, bool) or not isinstance(length, int) or not 1 <= length <= 64:
-        raise ValueError(f"length: expected an int in [1, 64] (hex digits of sha256), got {length!r}")
-    if not isinstance(inputs, dict) or not all(isinstance(k, str) for k in inputs):
-        raise ValueError(f"inputs: expected a dict with str keys, got "
-                         f"{type(inputs).__name__ if not isinstance(inputs, dict) else sorted(map(repr, inputs))}")
+    require_int("length", length, minimum=1)     # length 0: every key "", every file one
     blob = json.dumps({"inputs": inputs, "versions": package_versions or {}, "source": source or ""},
                       sort_keys=True, default=_json_default)
     return hashlib.sha256(blob.encode()).hexdigest()[:length]

@@ -25,24 +25,19 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from .device import torch_threads
-from .validation import require_floating, require_rank, require_same_dtype, shape_str
+from .validation import is_int
 
 # Autograd nodes of the operations FlopCounterMode counts: the "operations" of a sequential chain.
 MATMUL_NODES = frozenset({"MmBackward0", "AddmmBackward0", "BmmBackward0", "BaddbmmBackward0",
                           "ConvolutionBackward0"})
 
 
-def _require_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-    return int(value)
-
-
 def _require_odd(name: str, value) -> int:
-    value = _require_positive_int(name, value)
-    if value % 2 == 0:
-        raise ValueError(f"{name}: expected an odd size (a window centred on the position), got {value}")
-    return value
+    """A window centred on its position: an even size has no centre (the formulas would be off)."""
+    if not is_int(value) or value < 1 or value % 2 == 0:
+        raise ValueError(f"{name}: expected an odd positive int (a window centred on the position), "
+                         f"got {value!r}")
+    return int(value)
 
 
 # ----------------------------------------------------------------------------- closed forms
@@ -53,8 +48,6 @@ def attention_flops(n: int, d: int, *, include_projections: bool = True, batch_s
     Core: QKᵀ is (n, d)@(d, n) -> 2·n²·d, AV is (n, n)@(n, d) -> 2·n²·d. Splitting d into h heads of
     d/h changes nothing: h · 2·n²·(d/h) = 2·n²·d. Projections: four (n, d)@(d, d) products, 8·n·d².
     """
-    n, d = _require_positive_int("n", n), _require_positive_int("d", d)
-    batch_size = _require_positive_int("batch_size", batch_size)
     flops = 4 * n * n * d
     if include_projections:
         flops += 8 * n * d * d
@@ -64,10 +57,7 @@ def attention_flops(n: int, d: int, *, include_projections: bool = True, batch_s
 def restricted_attention_flops(n: int, d: int, window: int, *, include_projections: bool = True,
                                batch_size: int = 1) -> int:
     """Self-attention where each query sees only the `window` keys centred on it: 4·n·r·d (+ 8·n·d²)."""
-    n, d = _require_positive_int("n", n), _require_positive_int("d", d)
-    window = _require_odd("window", window)
-    batch_size = _require_positive_int("batch_size", batch_size)
-    flops = 4 * n * window * d
+    flops = 4 * n * _require_odd("window", window) * d
     if include_projections:
         flops += 8 * n * d * d
     return batch_size * flops
@@ -75,23 +65,15 @@ def restricted_attention_flops(n: int, d: int, window: int, *, include_projectio
 
 def rnn_flops(n: int, d: int, *, batch_size: int = 1) -> int:
     """One `nn.RNN(d, d)` layer (Elman, tanh): x_t W_ihᵀ and h_{t-1} W_hhᵀ at every step, 4·n·d²."""
-    n, d = _require_positive_int("n", n), _require_positive_int("d", d)
-    return _require_positive_int("batch_size", batch_size) * 4 * n * d * d
+    return batch_size * 4 * n * d * d
 
 
 def conv1d_flops(n: int, d: int, kernel_size: int, *, batch_size: int = 1) -> int:
     """One `nn.Conv1d(d, d, k, padding=k // 2)`: n outputs, each k·d² multiply-adds, 2·k·n·d²."""
-    n, d = _require_positive_int("n", n), _require_positive_int("d", d)
-    kernel_size = _require_odd("kernel_size", kernel_size)
-    return _require_positive_int("batch_size", batch_size) * 2 * kernel_size * n * d * d
+    return batch_size * 2 * _require_odd("kernel_size", kernel_size) * n * d * d
 
 
 # ----------------------------------------------------------------------------- measurements
-
-def _require_callable(name: str, fn) -> None:
-    if not callable(fn):
-        raise ValueError(f"{name}: expected a function, got {type(fn).__name__}")
-
 
 def count_flops(fn: Callable, *args, **kwargs) -> int:
     """FLOPs that FlopCounterMode sees while `fn(*args, **kwargs)` runs.
@@ -99,7 +81,6 @@ def count_flops(fn: Callable, *args, **kwargs) -> int:
     Run it on the meta device to count without computing. Beware: fused kernels without a
     registered formula (CPU flash attention, oneDNN LSTM, cuDNN RNN) are counted as 0.
     """
-    _require_callable("fn", fn)
     with FlopCounterMode(display=False) as counter:
         fn(*args, **kwargs)
     return int(counter.get_total_flops())
@@ -139,10 +120,6 @@ def saved_activation_bytes(fn: Callable, *args, exclude=(), **kwargs) -> int:
     count activations only) are left out. Needs real tensors, not meta: storages are told apart
     by their address.
     """
-    _require_callable("fn", fn)
-    if isinstance(exclude, (torch.Tensor, torch.nn.Module)):
-        raise ValueError(f"exclude: expected an iterable of tensors (e.g. module.parameters()), "
-                         f"got a {type(exclude).__name__}")
     excluded = {tensor.untyped_storage().data_ptr() for tensor in exclude}
     storages: dict[int, int] = {}
 
@@ -162,26 +139,14 @@ def fit_power_law(values, **variables) -> dict[str, float]:
 
     fit_power_law(flops, n=ns, d=ds) -> {"n": 2.0, "d": 1.0, "c": 4.0} for 4·n²·d.
     """
-    if not variables:
-        raise ValueError("variables: give at least one, e.g. n=[...]")
-    # the logs below need positive finite numbers: log(0) = -inf and log(-1) = NaN fit nothing
-    for name, raw in (("values", values), *variables.items()):
-        try:
-            numbers = np.asarray(raw, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name}: expected a list of numbers, got {type(raw).__name__} {raw!r:.40}") from None
-        if numbers.ndim != 1 or numbers.size < 2:
-            raise ValueError(f"{name}: expected a 1-D list of at least 2 numbers, got shape {numbers.shape}")
-        bad = ~(np.isfinite(numbers) & (numbers > 0))
-        if bad.any():
-            raise ValueError(f"{name}: expected positive finite numbers (their logs are fitted), got "
-                             f"{float(numbers[bad][0])!r} at index {int(np.flatnonzero(bad.ravel())[0])}")
-    y = np.log(np.asarray(values, dtype=float))
-    columns = [np.log(np.asarray(v, dtype=float)) for v in variables.values()]
-    for name, column in zip(variables, columns):
-        if column.shape != y.shape:
-            raise ValueError(f"{name}: expected {y.shape[0]} values like `values`, got {column.shape[0]}")
-    design = np.column_stack(columns + [np.ones_like(y)])
+    arrays = {name: np.asarray(raw, dtype=float) for name, raw in (("values", values), *variables.items())}
+    for name, a in arrays.items():
+        # the logs need positive finite numbers: log(0) = -inf and log(-1) = NaN fit nothing
+        if a.ndim != 1 or a.shape != arrays["values"].shape or a.size < 2 or not (np.isfinite(a) & (a > 0)).all():
+            raise ValueError(f"{name}: expected {max(arrays['values'].size, 2)} or more positive finite "
+                             f"numbers like values (their logs are fitted), got {a.tolist()!r:.60}")
+    y = np.log(arrays.pop("values"))
+    design = np.column_stack([np.log(a) for a in arrays.values()] + [np.ones_like(y)])
     if np.linalg.matrix_rank(design) < design.shape[1]:
         raise ValueError("variables: the points do not vary each variable independently")
     solution, *_ = np.linalg.lstsq(design, y, rcond=None)
@@ -213,9 +178,7 @@ def max_path_length(hop: Callable[[int], torch.Tensor], n: int, max_hops: int | 
     over the unrolled graph, one hop (one frontier) at a time; it stops at the first hop that
     reaches no new (input, output) pair.
     """
-    _require_callable("hop", hop)
-    n = _require_positive_int("n", n)
-    max_hops = 4 * n + 8 if max_hops is None else _require_positive_int("max_hops", max_hops)
+    max_hops = 4 * n + 8 if max_hops is None else max_hops
     # The matrices are tiny: one thread, or COURSE_TORCH_THREADS' count (the path lengths are
     # sums of 0/1 entries, exact at any thread count).
     with torch_threads():
@@ -226,11 +189,7 @@ def _breadth_first(hop, n, max_hops):
     reach = torch.eye(n)                                  # paths of length 0: i -> i
     distance = torch.full((n, n), -1, dtype=torch.long)   # -1: not reached yet
     for length in range(1, max_hops + 1):
-        adjacency = hop(length - 1)
-        if adjacency.shape != (n, n) or adjacency.dtype != torch.bool:
-            raise ValueError(f"hop({length - 1}): expected a ({n}, {n}) bool tensor, "
-                             f"got {shape_str(adjacency)} {adjacency.dtype}")
-        reach = ((reach @ adjacency.float()) > 0).float()  # endpoints of paths with `length` hops
+        reach = ((reach @ hop(length - 1).float()) > 0).float()  # endpoints of paths with `length` hops
         new = (reach > 0) & (distance < 0)
         if not new.any():
             return int(distance.max())
@@ -240,14 +199,12 @@ def _breadth_first(hop, n, max_hops):
 
 def attention_hops(n: int) -> Callable[[int], torch.Tensor]:
     """Every position reads every position, in every layer."""
-    n = _require_positive_int("n", n)
     full = torch.ones(n, n, dtype=torch.bool)
     return lambda layer: full
 
 
 def band_hops(n: int, window: int) -> Callable[[int], torch.Tensor]:
     """A centred window (a convolution of kernel k, or restricted attention over r keys): |i-j| <= window//2."""
-    n = _require_positive_int("n", n)
     window = _require_odd("window", window)
     offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]
     band = offsets.abs() <= window // 2
@@ -256,10 +213,6 @@ def band_hops(n: int, window: int) -> Callable[[int], torch.Tensor]:
 
 def dilated_causal_hops(n: int, kernel_size: int) -> Callable[[int], torch.Tensor]:
     """Layer l is a causal convolution with dilation k**l (WaveNet): j reads j - m·k**l, m < k."""
-    n = _require_positive_int("n", n)
-    kernel_size = _require_positive_int("kernel_size", kernel_size)
-    if kernel_size < 2:
-        raise ValueError(f"kernel_size: expected at least 2 for a dilated stack, got {kernel_size}")
     offsets = torch.arange(n)[None, :] - torch.arange(n)[:, None]          # j - i
 
     def hop(layer):
@@ -270,7 +223,6 @@ def dilated_causal_hops(n: int, kernel_size: int) -> Callable[[int], torch.Tenso
 
 def recurrent_hops(n: int) -> Callable[[int], torch.Tensor]:
     """Hop 0: x_t enters h_t. Every later hop: h_{t-1} -> h_t (one time step)."""
-    n = _require_positive_int("n", n)
     step = torch.diag(torch.ones(n - 1, dtype=torch.bool), diagonal=1)    # [t-1, t] = True
     identity = torch.eye(n, dtype=torch.bool)
     return lambda hop_index: identity if hop_index == 0 else step
@@ -286,16 +238,6 @@ def restricted_self_attention(q, k, v, window: int):
     q, k: (..., T, d_k), v: (..., T, d_v). Returns (output (..., T, d_v), weights (..., T, window)),
     where weights[..., i, m] belongs to key i - window//2 + m (0 outside the sequence).
     """
-    require_rank("q", q, min_rank=2, layout="(..., T, d_k)")
-    require_rank("k", k, min_rank=2, layout="(..., T, d_k)")
-    require_rank("v", v, min_rank=2, layout="(..., T, d_v)")
-    if k.shape != q.shape:
-        raise ValueError(f"k: expected the shape of q {shape_str(q)} (self-attention), got {shape_str(k)}")
-    if v.shape[:-1] != q.shape[:-1]:
-        raise ValueError(f"v: expected {tuple(q.shape[:-1])} + (d_v,) like q, got {shape_str(v)}")
-    require_floating("q", q)
-    require_same_dtype("k", k, "q", q)
-    require_same_dtype("v", v, "q", q)
     window = _require_odd("window", window)
     T, d_k, half = q.shape[-2], q.shape[-1], window // 2
 

@@ -35,27 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .bert import BertConfig, BertModel
-from .validation import (require_floating, require_int, require_labels, require_positive,
-                         require_positive_int, require_rank, require_tensor, shape_str)
-
-
-def _check_logits(student_logits, teacher_logits):
-    require_rank("student_logits", student_logits, min_rank=2, layout="(..., num_classes)")
-    require_tensor("teacher_logits", teacher_logits)
-    if teacher_logits.shape != student_logits.shape:
-        raise ValueError(f"teacher_logits: expected shape {shape_str(student_logits)} like "
-                         f"student_logits, got {shape_str(teacher_logits)}")
-    if student_logits.numel() == 0:
-        # a mean over no rows is 0/0 = NaN
-        raise ValueError(f"student_logits: expected a non-empty batch (at least one row and one "
-                         f"class), got shape {shape_str(student_logits)}")
-
-
-def _check_temperature(temperature):
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-            or not temperature > 0:
-        raise ValueError(f"temperature: expected a number > 0, got {temperature!r}")
-    require_positive("temperature", temperature)     # inf: every softmax uniform, the loss NaN
+from .validation import require_int, require_positive, require_positive_int, require_probability, require_shape
 
 
 def soft_target_loss(student_logits, teacher_logits, temperature: float = 1.0,
@@ -66,13 +46,8 @@ def soft_target_loss(student_logits, teacher_logits, temperature: float = 1.0,
     The teacher is a fixed target: no gradient flows into `teacher_logits`.
     scale_by_t2=False leaves out the T² factor (to measure what it is for).
     """
-    _check_logits(student_logits, teacher_logits)
-    require_floating("student_logits", student_logits)
-    require_floating("teacher_logits", teacher_logits)
-    _check_temperature(temperature)
-    if not torch.isfinite(teacher_logits).all():   # a fixed target: NaN there is a broken teacher
-        raise ValueError("teacher_logits: expected finite logits (the teacher's fixed targets), "
-                         "got NaN or inf")
+    require_shape("teacher_logits", teacher_logits, student_logits.shape, "student_logits")
+    require_positive("temperature", temperature)     # inf: every softmax uniform, the loss NaN
     C = student_logits.shape[-1]
     log_p_s = F.log_softmax(student_logits.reshape(-1, C) / temperature, dim=-1)       # (N, C)
     log_p_t = F.log_softmax(teacher_logits.detach().reshape(-1, C) / temperature, dim=-1)
@@ -89,16 +64,8 @@ def distillation_loss(student_logits, teacher_logits, labels, temperature: float
     -100 where a row has none; an unlabelled batch (all -100) has no hard term (0), as in
     `course_lib.bert.mlm_cross_entropy`.
     """
-    _check_logits(student_logits, teacher_logits)
-    require_rank("student_logits", student_logits, rank=2, layout="(B, num_classes)")
-    require_rank("labels", labels, rank=1, layout="(B,)")
-    if labels.shape[0] != student_logits.shape[0]:
-        raise ValueError(f"labels: expected shape ({student_logits.shape[0]},) like the batch of "
-                         f"student_logits {shape_str(student_logits)}, got {shape_str(labels)}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
-        raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}")
-    # class ids in [0, C) or -100 (what cross_entropy skips): one pass over (B,) labels
-    require_labels("labels", labels, student_logits.shape[1])
+    require_shape("labels", labels, student_logits.shape[:1], "the batch of student_logits")
+    require_probability("alpha", alpha)
     soft = soft_target_loss(student_logits, teacher_logits, temperature, scale_by_t2)
     if not bool((labels != -100).any()):
         # an unlabelled batch (all -100): no hard term, as mlm_cross_entropy - not cross_entropy's
@@ -123,16 +90,10 @@ def student_from_teacher(teacher: BertModel, layers: list[int] | None = None) ->
 
     The student owns its weights (copies): training it leaves the teacher unchanged.
     """
-    if not isinstance(teacher, BertModel):
-        raise ValueError(f"teacher: expected a course_lib.bert.BertModel, got {type(teacher).__name__}")
     n = teacher.config.num_hidden_layers
-    if layers is not None and not isinstance(layers, (list, tuple, range)):
-        raise ValueError(f"layers: expected a list of layer indices, got {type(layers).__name__} {layers!r}")
     layers = every_other_layer(n) if layers is None else list(layers)
-    if not layers or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n
-                         for i in layers) or layers != sorted(set(layers)):
-        raise ValueError(f"layers: expected increasing distinct layer indices in [0, {n}), "
-                         f"got {layers!r}")
+    if not layers or layers != sorted(set(layers)) or not 0 <= layers[0] <= layers[-1] < n:
+        raise ValueError(f"layers: expected increasing distinct layer indices in [0, {n}), got {layers!r}")
     config = BertConfig(**{**teacher.config.to_dict(), "num_hidden_layers": len(layers)})
     student = BertModel(config).to(next(teacher.parameters()).device)
     student.embeddings.load_state_dict(teacher.embeddings.state_dict())
@@ -150,16 +111,11 @@ def pkd_layer_map(teacher_layers: int, student_layers: int, strategy: str = "ski
     "skip": every teacher_layers / student_layers layers (12 -> 6: [2, 4, 6, 8, 10]);
     "last": the last ones before the top (12 -> 6: [7, 8, 9, 10, 11]).
     """
-    for name, value in (("teacher_layers", teacher_layers), ("student_layers", student_layers)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}: expected a positive int, got {value!r}")
-    if student_layers > teacher_layers:
-        raise ValueError(f"student_layers: expected at most teacher_layers={teacher_layers}, "
-                         f"got {student_layers}")
+    require_positive_int("student_layers", student_layers)
+    if student_layers > teacher_layers or (strategy == "skip" and teacher_layers % student_layers):
+        raise ValueError(f"student_layers: expected at most teacher_layers={teacher_layers} (and a divisor "
+                         f"of it for the skip strategy), got {student_layers}")
     if strategy == "skip":
-        if teacher_layers % student_layers:
-            raise ValueError(f"teacher_layers={teacher_layers} must be divisible by "
-                             f"student_layers={student_layers} for the skip strategy")
         step = teacher_layers // student_layers
         return [step * j for j in range(1, student_layers)]
     if strategy == "last":
@@ -174,20 +130,12 @@ def pkd_loss(student_hidden, teacher_hidden) -> torch.Tensor:
     student_hidden, teacher_hidden: sequences (one entry per matched layer) of (B, H) [CLS]
     vectors, or (B, T, H) hidden states whose position 0 is taken. The teacher is a fixed target.
     """
-    for name, seq in (("student_hidden", student_hidden), ("teacher_hidden", teacher_hidden)):
-        if isinstance(seq, torch.Tensor) or not isinstance(seq, (list, tuple)):
-            raise ValueError(f"{name}: expected a list of tensors (one per matched layer), got "
-                             f"{type(seq).__name__}")
-    if len(student_hidden) != len(teacher_hidden) or not len(student_hidden):
+    if len(student_hidden) != len(teacher_hidden) or not len(student_hidden):   # zip would drop some
         raise ValueError(f"student_hidden: expected as many layers as teacher_hidden "
                          f"({len(teacher_hidden)}), at least one, got {len(student_hidden)}")
     total = 0.0
     for i, (s, t) in enumerate(zip(student_hidden, teacher_hidden)):
-        require_floating(f"student_hidden[{i}]", s)
-        require_floating(f"teacher_hidden[{i}]", t)
-        if s.shape != t.shape or s.dim() not in (2, 3):
-            raise ValueError(f"student_hidden[{i}]: expected (B, H) or (B, T, H) like "
-                             f"teacher_hidden[{i}] {shape_str(t)}, got {shape_str(s)}")
+        require_shape(f"student_hidden[{i}]", s, t.shape, f"teacher_hidden[{i}]")
         if s.dim() == 3:
             s, t = s[:, 0], t[:, 0]                                      # [CLS]: (B, H)
         diff = F.normalize(s, dim=-1) - F.normalize(t.detach(), dim=-1)
@@ -209,8 +157,6 @@ class BertClassifier(nn.Module):
 
     def __init__(self, bert: BertModel, num_labels: int):
         super().__init__()
-        if not isinstance(bert, BertModel):
-            raise ValueError(f"bert: expected a course_lib.bert.BertModel, got {type(bert).__name__}")
         require_positive_int("num_labels", num_labels)
         self.bert = bert
         self.classifier = nn.Linear(bert.config.hidden_size, num_labels)
@@ -224,8 +170,6 @@ class BertClassifier(nn.Module):
 
 def classifier_student(teacher: BertClassifier, layers: list[int] | None = None) -> BertClassifier:
     """`student_from_teacher` for a classifier: the chosen layers and a copy of its head."""
-    if not isinstance(teacher, BertClassifier):
-        raise ValueError(f"teacher: expected a BertClassifier, got {type(teacher).__name__}")
     student = BertClassifier(student_from_teacher(teacher.bert, layers),
                              teacher.classifier.out_features)
     student.classifier = copy.deepcopy(teacher.classifier)

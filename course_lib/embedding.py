@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import require_id, require_ids, require_positive_int
+from .validation import require_id
 
 
 class ScaledEmbedding(nn.Module):
@@ -26,9 +26,7 @@ class ScaledEmbedding(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, scale: bool = True, padding_idx: int | None = None):
         super().__init__()
-        require_positive_int("vocab_size", vocab_size)
-        require_positive_int("d_model", d_model)
-        if padding_idx is not None:
+        if padding_idx is not None:       # -1 would zero the last row
             require_id("padding_idx", padding_idx, vocab_size)
         self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
         self.padding_idx = padding_idx
@@ -38,7 +36,6 @@ class ScaledEmbedding(nn.Module):
                 self.weight[padding_idx].zero_()
 
     def forward(self, input_ids):
-        require_ids("input_ids", input_ids, self.vocab_size)
         x = F.embedding(input_ids, self.weight, padding_idx=self.padding_idx)  # (..., d_model)
         return x * math.sqrt(self.d_model) if self.scale else x
 

@@ -47,6 +47,8 @@ import sys
 
 import torch
 
+from .validation import require_choice
+
 _OPERATORS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 
 #: The kinds a claim can be declared as (see the module docstring); `claim_close` records "equality".
@@ -65,15 +67,9 @@ class ClaimFailed(AssertionError):
     report AssertionError (nbval, `course run`'s "claims held: no") see it as before."""
 
 
-def _as_float(name: str, value) -> float:
-    if isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise ValueError(f"{name}: expected a single number, got a tensor of shape {tuple(value.shape)}")
-        value = value.item()
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {type(value).__name__}") from None
+def _as_float(value) -> float:
+    """A number, or a one-element tensor, as a float (NaN allowed: a diverged run fails its claim)."""
+    return float(value.item() if isinstance(value, torch.Tensor) else value)
 
 
 def margin_of(value: float, op: str, threshold: float) -> tuple[float, float]:
@@ -82,18 +78,7 @@ def margin_of(value: float, op: str, threshold: float) -> tuple[float, float]:
     The relative margin divides by |threshold| (by 1 when the threshold is 0), so 0.5 means
     "half the threshold away from failing" whatever the claim's unit.
     """
-    if op not in _OPERATORS:          # a typo ("=>") would read as "<"
-        raise ValueError(f"op: expected one of {sorted(_OPERATORS)}, got {op!r}")
-    if isinstance(value, (str, bytes)):   # a number (NaN allowed: a diverged run fails its claim)
-        raise ValueError(f"value: expected a number, got {type(value).__name__} {value!r:.40}")
-    _as_float("value", value)
-    if not math.isfinite(_as_float("threshold", threshold)):
-        raise ValueError(f"threshold: expected a finite number, got {threshold!r}")
-    return _margin(value, op, threshold)
-
-
-def _margin(value: float, op: str, threshold: float) -> tuple[float, float]:
-    """margin_of without its checks (`_claim` has checked op and records any threshold as before)."""
+    require_choice("op", op, sorted(_OPERATORS))      # a typo ("=>") would read as "<"
     absolute = value - threshold if op in (">", ">=") else threshold - value
     scale = abs(threshold) if threshold != 0 else 1.0
     return absolute, absolute / scale
@@ -254,17 +239,13 @@ def _require_statement(statement) -> None:
 
 def _claim(statement: str, value, op: str, threshold, kind: str, why: str | None) -> ClaimResult:
     _require_statement(statement)
-    if op not in _OPERATORS:
-        raise ValueError(f"op: expected one of {sorted(_OPERATORS)}, got {op!r}")
-    if kind not in KINDS and kind != "equality":
-        raise ValueError(f"kind: expected one of {list(KINDS)}, got {kind!r}")
+    require_choice("kind", kind, (*KINDS, "equality"))
     if kind in ("identity", "deterministic") and not (isinstance(why, str) and why.strip()):
         raise ValueError(f"why: a claim of kind {kind!r} needs a one-line reason (what fixes "
                          f"the value), got {why!r}")
-    value = _as_float("value", value)
-    threshold = _as_float("threshold", threshold)
+    value, threshold = _as_float(value), _as_float(threshold)
+    absolute, relative = margin_of(value, op, threshold)
     held = (not math.isnan(value)) and _OPERATORS[op](value, threshold)
-    absolute, relative = _margin(value, op, threshold)
     entry = {"statement": statement, "value": value, "op": op, "threshold": threshold,
              "margin": absolute, "relative_margin": relative, "held": bool(held), "kind": kind}
     if why:
@@ -282,7 +263,7 @@ def report(statement: str, value, *, why: str) -> float:
     _require_statement(statement)
     if not (isinstance(why, str) and why.strip()):
         raise ValueError(f"why: a reported number needs a one-line reason why it is not claimed, got {why!r}")
-    value = _as_float("value", value)
+    value = _as_float(value)
     entry = {"statement": statement, "value": value, "op": "", "threshold": math.nan, "margin": math.nan,
              "relative_margin": math.nan, "held": True, "kind": "reported", "why": why}
     _record(entry)
@@ -296,12 +277,7 @@ def claim_close(statement: str, got, expected, atol: float = 1e-6) -> ClaimResul
     that it is asserted, never only printed.
     """
     _require_statement(statement)
-    atol = _as_float("atol", atol)
-    if not atol >= 0:
-        raise ValueError(f"atol: expected a finite number >= 0, got {atol}")
-    for name, x in (("got", got), ("expected", expected)):
-        if isinstance(x, str):
-            raise ValueError(f"{name}: expected a tensor or numbers, got a str {x!r:.40}")
+    atol = _as_float(atol)
     # torch.tensor copies: pandas' `.values` may be a read-only NumPy array
     got = torch.tensor(got, dtype=torch.float64) if not isinstance(got, torch.Tensor) else got
     expected = (torch.tensor(expected, dtype=torch.float64)

@@ -21,8 +21,6 @@ import hashlib
 import inspect
 import io
 import logging
-import math
-import numbers
 import random
 import statistics
 import time
@@ -35,7 +33,7 @@ from torch import nn
 
 from . import cache
 from .pooling import mean_pooling
-from .validation import require_input_dtype, require_int, require_positive_int, require_size
+from .validation import is_int
 
 # ---------------------------------------------------------------------------------------------
 # Cheaper models without int8: low rank, fewer layers
@@ -48,11 +46,8 @@ class LowRankLinear(nn.Module):
 
     def __init__(self, linear: nn.Linear, rank: int):
         super().__init__()
-        if not isinstance(linear, nn.Linear):
-            raise ValueError(f"linear: expected an nn.Linear, got {type(linear).__name__}")
-        require_positive_int("rank", rank)
         out_features, in_features = linear.weight.shape
-        if not 1 <= rank <= min(out_features, in_features):
+        if not is_int(rank) or not 1 <= rank <= min(out_features, in_features):   # 0: the bias alone
             raise ValueError(f"rank: expected 1..{min(out_features, in_features)} for a "
                              f"{out_features}x{in_features} weight, got {rank}")
         U, S, Vh = torch.linalg.svd(linear.weight.detach().to(torch.float32), full_matrices=False)
@@ -67,9 +62,6 @@ class LowRankLinear(nn.Module):
         self.to(linear.weight.device)
 
     def forward(self, x):
-        if not torch.jit.is_tracing():            # metadata only; nothing to check in an export
-            require_input_dtype("x", x, self.down)
-            require_size("x", x, -1, self.down.in_features, "in_features")
         return self.up(self.down(x))
 
 
@@ -78,9 +70,6 @@ def _ffn_linears(model: nn.Module) -> list[tuple[nn.Module, str]]:
     `layers.N.linear1/linear2`, or Hugging Face's `encoder.layer.N.intermediate.dense` /
     `encoder.layer.N.output.dense` (not `attention.output.dense`)."""
     found = []
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model: expected a course BertModel (.layers) or a Hugging Face "
-                         f"BertModel (.encoder.layer), got {type(model).__name__}")
     if hasattr(model, "layers"):
         for layer in model.layers:
             found += [(layer, "linear1"), (layer, "linear2")]
@@ -105,11 +94,9 @@ def low_rank_ffn(model: nn.Module, rank: int) -> nn.Module:
 def first_layers(model: nn.Module, num_layers: int) -> nn.Module:
     """A copy of `model` keeping only its first `num_layers` encoder layers (a shallower model
     made without training; lesson 24 trains such a student properly, by distillation)."""
-    require_int("num_layers", num_layers)
-    _ffn_linears(model)                    # a course or Hugging Face BertModel, else a sentence
     model = copy.deepcopy(model)
     stack = model.layers if hasattr(model, "layers") else model.encoder.layer
-    if not 1 <= num_layers <= len(stack):
+    if not is_int(num_layers) or not 1 <= num_layers <= len(stack):    # -1 would drop the last one
         raise ValueError(f"num_layers: expected 1..{len(stack)}, got {num_layers}")
     del stack[num_layers:]
     if hasattr(model, "config") and hasattr(model.config, "num_hidden_layers"):
@@ -140,7 +127,6 @@ class _KeywordEncoder(nn.Module):
 
 def state_digest(model: nn.Module) -> str:
     """sha256 of the model's class and every tensor of its state dict (names, dtypes, bytes)."""
-    _require_module("model", model)
     digest = hashlib.sha256(type(model).__qualname__.encode())
     for name, tensor in model.state_dict().items():
         if isinstance(tensor, torch.Tensor):
@@ -182,7 +168,6 @@ def onnx_cache_key(model: nn.Module, opset: int = 17) -> str:
     """The key of the model's ONNX files: its weights, its config (every field), the opset, the
     torch/onnx/onnxruntime/transformers versions and the course source that defines and exports
     it (see `course_lib.cache`)."""
-    require_positive_int("opset", opset)
     inputs = {"weights": state_digest(model), "config": _config_dict(model), "opset": opset}
     return cache.cache_key(inputs, cache.versions("torch", "onnx", "onnxruntime", "transformers"),
                            cache.source_digest(_model_sources(model)))
@@ -206,8 +191,6 @@ def onnx_file(model: nn.Module, *, int8: bool, per_channel: bool = True,
     Files are written under a name unique to the process and renamed, so parallel runs can
     build the same file without colliding."""
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    if cache_dir.exists() and not cache_dir.is_dir():
-        raise ValueError(f"cache_dir: expected a folder, got {str(cache_dir)!r}, which is a file")
     cache_dir.mkdir(parents=True, exist_ok=True)
     base_key = onnx_cache_key(model, opset)
     fp32_path = cache_dir / f"encoder-{base_key}-fp32.onnx"
@@ -253,8 +236,6 @@ def ort_options(num_threads: int | None = None, fusions: bool = True):
     """ONNX Runtime session options for a fair CPU comparison: `num_threads` intra-op threads
     (default: torch's count), one inter-op thread, threads that sleep rather than spin after a
     call, and all graph optimisations (`fusions=False`: none, to see what the fusions add)."""
-    if num_threads is not None:
-        require_int("num_threads", num_threads, minimum=0)     # 0, like None: torch's count
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -282,9 +263,6 @@ class OnnxEncoder:
     `last_hidden_state` is a torch tensor, as a course or Hugging Face BertModel's."""
 
     def __init__(self, path: Path, num_threads: int | None = None, fusions: bool = True):
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"path: expected an ONNX file (onnx_file(model, ...)), got {str(path)!r:.80}, "
-                                    f"which is no file")
         import onnxruntime as ort
 
         self.path = Path(path)
@@ -323,7 +301,6 @@ def size_on_disk(model) -> int:
     state dict (int8 packed weights included)."""
     if isinstance(model, OnnxEncoder):
         return model.size_bytes()
-    _require_module("model", model)
     buffer = io.BytesIO()
     torch.save(model.state_dict(), buffer)
     return buffer.getbuffer().nbytes
@@ -340,35 +317,13 @@ def embed(model, batch: dict) -> torch.Tensor:
     (`course_lib.pooling.mean_pooling`). `model`: a course or Hugging Face BertModel (any
     dtype, int8 included) or an `OnnxEncoder`; `batch`: dict of input_ids and attention_mask
     (B, T), optionally token_type_ids."""
-    if not isinstance(batch, dict):
-        raise ValueError(f"batch: expected a dict of input_ids and attention_mask (B, T), got "
-                         f"{type(batch).__name__}")
-    for key in ("input_ids", "attention_mask"):
-        if key not in batch:
-            raise ValueError(f"batch: expected keys input_ids and attention_mask, got {sorted(batch)}")
     with torch.inference_mode():
         hidden = _hidden(model, batch).to(torch.float32)                 # (B, T, H)
     return mean_pooling(hidden, batch["attention_mask"].to(hidden.device))
 
 
 def pad_batch(encodings: list[dict], pad_id: int = 0) -> dict:
-    """Tokenizer outputs (dicts of lists) -> a dict of (B, T) tensors, right-padded."""
-    if isinstance(encodings, dict) or not isinstance(encodings, (list, tuple)):
-        raise ValueError(f"encodings: expected a list of tokenizer outputs (one dict per text), got "
-                         f"{type(encodings).__name__}"
-                         + (" (pad a list: pad_batch([tokenizer.encode(t) for t in texts]))"
-                            if isinstance(encodings, dict) else ""))
-    if not encodings:
-        raise ValueError("encodings: expected at least one encoding, got an empty list")
-    require_int("pad_id", pad_id, minimum=0)
-    keys = ("input_ids", "attention_mask", "token_type_ids")
-    for i, e in enumerate(encodings):
-        if not isinstance(e, dict) or any(k not in e for k in keys):
-            raise ValueError(f"encodings[{i}]: expected a dict with keys {list(keys)}, got "
-                             f"{sorted(e) if isinstance(e, dict) else type(e).__name__}")
-        if getattr(e["input_ids"], "ndim", 1) != 1:
-            raise ValueError(f"encodings[{i}]: expected one text's ids (a list), got input_ids of shape "
-                             f"{tuple(e['input_ids'].shape)}: a batch from tokenizer(texts) is padded already")
+    """Tokenizer outputs (dicts of lists, one per text) -> a dict of (B, T) tensors, right-padded."""
     T = max(len(e["input_ids"]) for e in encodings)
     out = {}
     for key in ("input_ids", "attention_mask", "token_type_ids"):
@@ -390,14 +345,6 @@ def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 5, wa
     `torch.cuda.synchronize`, or the clock stops before the kernels have run (`course bench`).
     inference_mode: run under `torch.inference_mode()` (no autograd bookkeeping); False leaves
     autograd as the caller set it, to time code that needs gradients (a training step)."""
-    if not isinstance(runs, dict) or not runs:
-        raise ValueError(f"runs: expected a non-empty dict name -> function, got "
-                         f"{type(runs).__name__}{' (empty)' if isinstance(runs, dict) else ''}")
-    for name, run in runs.items():
-        if not callable(run):
-            raise ValueError(f"runs[{name!r}]: expected a function to time, got {type(run).__name__}")
-    require_positive_int("repeats", repeats)
-    require_int("warmup", warmup, minimum=0)
     names = list(runs)
     rng = random.Random(seed)
     sync = sync or (lambda: None)
@@ -423,13 +370,7 @@ def time_interleaved(runs: dict[str, Callable[[], object]], repeats: int = 5, wa
 def paired_ratio(times: dict[str, list[float]], reference: str, case: str) -> float:
     """Median over rounds of (reference's time / case's time) within the same round: a paired
     statistic, so load that slows a whole round cancels out. Above 1: `case` is faster."""
-    if not isinstance(times, dict):
-        raise ValueError(f"times: expected a dict name -> seconds per round, got {type(times).__name__}")
-    for name, key in (("reference", reference), ("case", case)):
-        if key not in times:
-            raise ValueError(f"{name}: expected one of {sorted(times)}, got {key!r}")
-        _seconds(f"times[{key!r}]", times[key], minimum_count=1, positive=True)
-    if len(times[reference]) != len(times[case]):
+    if len(times[reference]) != len(times[case]):            # zip would drop rounds
         raise ValueError(f"times[{case!r}]: expected {len(times[reference])} rounds like "
                          f"times[{reference!r}], got {len(times[case])}")
     return statistics.median(r / c for r, c in zip(times[reference], times[case]))
@@ -437,32 +378,12 @@ def paired_ratio(times: dict[str, list[float]], reference: str, case: str) -> fl
 
 def spread(values) -> tuple[float, float]:
     """(25th, 75th percentile) of the values: the interquartile range of the rounds."""
-    _seconds("values", values, minimum_count=2)
     q = statistics.quantiles(values, n=4, method="inclusive")
     return q[0], q[2]
 
 
 def median(values) -> float:
-    _seconds("values", values, minimum_count=1)
     return statistics.median(values)
-
-
-def _require_module(name: str, model) -> None:
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"{name}: expected an nn.Module, got {type(model).__name__}")
-
-
-def _seconds(name: str, values, minimum_count: int, positive: bool = False) -> None:
-    """A list of finite numbers (times), at least `minimum_count` of them."""
-    if isinstance(values, (str, bytes, dict)) or not (hasattr(values, "__len__") and hasattr(values, "__iter__")):
-        raise ValueError(f"{name}: expected a list of numbers, got {type(values).__name__}")
-    if len(values) < minimum_count:
-        raise ValueError(f"{name}: expected at least {minimum_count} value(s), got {len(values)}")
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-            raise ValueError(f"{name}[{i}]: expected a finite number, got {type(v).__name__} {v!r:.30}")
-        if positive and v <= 0:
-            raise ValueError(f"{name}[{i}]: expected a time > 0, got {v}")
 
 
 def bf16_supported() -> bool:
@@ -479,9 +400,6 @@ def forward_flops(model: nn.Module, seq_len: int, batch_size: int = 1) -> int:
     """2 x the multiply-adds of a forward pass over (batch_size, seq_len) tokens: every
     nn.Linear (float or int8, low-rank factors included) plus attention's two (T x T) products
     per layer. Set by the shapes alone: no timing."""
-    _require_module("model", model)
-    require_positive_int("seq_len", seq_len)
-    require_positive_int("batch_size", batch_size)
     limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     if isinstance(limit, int) and seq_len > limit:
         raise ValueError(f"seq_len: expected at most max_position_embeddings={limit}, got {seq_len}")

@@ -11,8 +11,6 @@ from __future__ import annotations
 from torch import nn
 
 from .activations import get_activation
-from .validation import (require_input_dtype, require_positive_int, require_probability, require_rank,
-                         require_size)
 
 
 class FeedForward(nn.Module):
@@ -20,17 +18,12 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
-        self.d_model = require_positive_int("d_model", d_model)
-        self.d_ff = require_positive_int("d_ff", d_ff)
-        require_probability("dropout", dropout)
+        self.d_model, self.d_ff = d_model, d_ff
         self.linear1 = nn.Linear(d_model, d_ff)
         self.activation = get_activation(activation)
         self.dropout = nn.Dropout(dropout)  # between the two linears, as in PyTorch and BERT
         self.linear2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x):
-        require_rank("x", x, min_rank=1, layout="(..., d_model)")
-        require_size("x", x, -1, self.d_model, "d_model")
-        require_input_dtype("x", x, self.linear1)
         h = self.activation(self.linear1(x))          # (..., d_ff)
         return self.linear2(self.dropout(h))          # (..., d_model)

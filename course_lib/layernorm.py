@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .validation import require_floating, require_positive, require_positive_int, require_rank, shape_str
+from .validation import require_positive
 
 
 class LayerNorm(nn.Module):
@@ -24,10 +24,7 @@ class LayerNorm(nn.Module):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
-        if not isinstance(normalized_shape, (tuple, list, torch.Size)):
-            raise ValueError(f"normalized_shape: expected an int or a tuple of ints (the last "
-                             f"dimensions), got {type(normalized_shape).__name__} {normalized_shape!r}")
-        self.normalized_shape = tuple(require_positive_int("normalized_shape", s) for s in normalized_shape)
+        self.normalized_shape = tuple(normalized_shape)
         # eps <= 0 divides by zero on a constant vector, and a negative one takes the square root
         # of a negative number: NaN
         require_positive("eps", eps)
@@ -36,13 +33,7 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(self.normalized_shape))
 
     def forward(self, x):
-        n = len(self.normalized_shape)
-        require_rank("x", x, min_rank=n, layout=f"(..., {', '.join(map(str, self.normalized_shape))})")
-        if tuple(x.shape[-n:]) != self.normalized_shape:
-            raise ValueError(f"x: trailing dims must be {self.normalized_shape} (normalized_shape), "
-                             f"got shape {shape_str(x)}")
-        require_floating("x", x)
-        dims = tuple(range(-n, 0))
+        dims = tuple(range(-len(self.normalized_shape), 0))
         mean = x.mean(dim=dims, keepdim=True)                              # (..., 1)
         var = (x - mean).pow(2).mean(dim=dims, keepdim=True)               # biased, (..., 1)
         return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias

@@ -20,16 +20,14 @@ from __future__ import annotations
 import torch
 
 from .transformer import padding_mask
-from .validation import require_positive_int, require_rank
+from .validation import require_attention_mask, require_choice
 
 DIRECTIONS = ("forward", "backward", "bidirectional")
 
 
 def direction_mask(T: int, direction: str, device=None) -> torch.Tensor:
     """(T, T) bool: entry [i, j] is True when query i may attend to key j."""
-    T = require_positive_int("T", T)          # numpy ints too, not bools
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction: expected one of {DIRECTIONS}, got {direction!r}")
+    require_choice("direction", direction, DIRECTIONS)     # a typo would read as "bidirectional"
     full = torch.ones(T, T, dtype=torch.bool, device=device)
     if direction == "forward":
         return full.tril()          # j <= i
@@ -41,15 +39,12 @@ def direction_mask(T: int, direction: str, device=None) -> torch.Tensor:
 def lm_attention_mask(attention_mask: torch.Tensor, direction: str) -> torch.Tensor:
     """(B, T) attention_mask (1/True = token, 0/False = padding) -> (B, 1, T, T) bool.
 
-    The direction's (T, T) pattern AND "the key is a real token" (`course_lib.transformer.padding_mask`,
-    which checks the attention_mask as every model does); the head axis has size 1 and
-    broadcasts over heads.
+    The direction's (T, T) pattern AND "the key is a real token" (`course_lib.transformer.padding_mask`);
+    the head axis has size 1 and broadcasts over heads.
     """
+    require_attention_mask("attention_mask", attention_mask)                  # as every model does
     keys = padding_mask(attention_mask)                                       # (B, 1, 1, T)
-    T = attention_mask.shape[1]
-    if T < 1:
-        raise ValueError("attention_mask: expected at least one position, got T = 0")
-    pattern = direction_mask(T, direction, device=attention_mask.device)      # (T, T)
+    pattern = direction_mask(attention_mask.shape[1], direction, device=attention_mask.device)  # (T, T)
     return pattern[None, None] & keys                                         # (B, 1, T, T)
 
 
@@ -61,11 +56,6 @@ def elmo_predictive_states(forward_states: torch.Tensor, backward_states: torch.
     (each state at i has seen token i itself). Returns (B, T, 2D); where the neighbour lies
     outside the sequence (i = 0 for the forward half, i = T-1 for the backward half) the half is 0.
     """
-    require_rank("forward_states", forward_states, rank=3, layout="(B, T, D)")
-    require_rank("backward_states", backward_states, rank=3, layout="(B, T, D)")
-    if forward_states.shape != backward_states.shape:
-        raise ValueError(f"backward_states: expected shape {tuple(forward_states.shape)} like "
-                         f"forward_states, got {tuple(backward_states.shape)}")
     zero = forward_states.new_zeros(forward_states[:, :1].shape)                     # (B, 1, D)
     left = torch.cat([zero, forward_states[:, :-1]], dim=1)          # row i holds forward[i-1]
     right = torch.cat([backward_states[:, 1:], zero], dim=1)         # row i holds backward[i+1]

@@ -19,33 +19,25 @@ All functions take plain lists of token ids (no [CLS]/[SEP]) and return plain li
 from __future__ import annotations
 
 import math
-import numbers
+import operator
 
 import torch
 
-from .validation import require_floating, require_int, require_rank
+from .validation import is_int, require_choice, require_int
 
 STRATEGIES = ("head", "tail", "head+tail")
 
 
-def _require_ids(name: str, ids) -> list[int]:
-    if isinstance(ids, torch.Tensor):
-        if ids.dim() != 1:
-            raise ValueError(f"{name}: expected a 1-D list of token ids, got shape {tuple(ids.shape)}")
-        ids = ids.tolist()
-    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
-        raise ValueError(f"{name}: expected a list of token ids, got {type(ids).__name__}")
-    out = list(ids)
-    for i, t in enumerate(out):
-        if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
-            raise ValueError(f"{name}: expected non-negative int token ids, got {t!r} at index {i}")
-    return [int(t) for t in out]
+def _as_ids(ids) -> list[int]:
+    """A list of int ids from a list, a numpy array or a 1-D tensor (a float is refused, not cut)."""
+    return [operator.index(t) for t in (ids.tolist() if isinstance(ids, torch.Tensor) else ids)]
 
 
 def _require_no_specials(ids: list[int], cls_id: int, sep_id: int) -> None:
     """The document's own tokens: [CLS] and [SEP] are added here, once per window; ids that
     already carry them (a tokenizer's encode output) would give [CLS, CLS, ...]."""
     for special, name in ((cls_id, "cls_id"), (sep_id, "sep_id")):
+        require_int(name, special, minimum=0)              # None would end up in every window
         if special in ids:
             raise ValueError(f"ids: expected the document's tokens without [CLS]/[SEP] "
                              f"(they are added to every window), got {name}={special} at index "
@@ -57,6 +49,15 @@ def content_length(max_length: int) -> int:
     return require_int("max_length", max_length, minimum=3) - 2
 
 
+def _step(max_length: int, stride: int) -> int:
+    """C - S, how far each window moves: S < C, or the windows would never reach the end."""
+    C = content_length(max_length)
+    if not is_int(stride) or not 0 <= stride < C:
+        raise ValueError(f"stride: expected an int in [0, max_length - 2 = {C}) (the tokens neighbouring "
+                         f"windows share; the step is max_length - 2 - stride), got {stride!r}")
+    return C - stride
+
+
 def truncate(ids, max_length: int, strategy: str, cls_id: int, sep_id: int,
              head_tokens: int | None = None) -> list[int]:
     """One window of at most `max_length` ids: [CLS] + kept tokens + [SEP].
@@ -65,17 +66,13 @@ def truncate(ids, max_length: int, strategy: str, cls_id: int, sep_id: int,
     `head_tokens` and the last C - head_tokens; default a quarter of C, Sun et al.'s 128 of 510).
     A document that fits is returned whole, whatever the strategy.
     """
-    ids = _require_ids("ids", ids)
+    ids = _as_ids(ids)
     C = content_length(max_length)
-    cls_id, sep_id = require_int("cls_id", cls_id, minimum=0), require_int("sep_id", sep_id, minimum=0)
     _require_no_specials(ids, cls_id, sep_id)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
-    if head_tokens is None:
-        head_tokens = round(C * 128 / 510)
-    head_tokens = require_int("head_tokens", head_tokens, minimum=0)
-    if head_tokens > C:
-        raise ValueError(f"head_tokens: expected at most max_length - 2 = {C}, got {head_tokens}")
+    require_choice("strategy", strategy, STRATEGIES)
+    head_tokens = round(C * 128 / 510) if head_tokens is None else head_tokens
+    if not is_int(head_tokens) or not 0 <= head_tokens <= C:
+        raise ValueError(f"head_tokens: expected an int in [0, max_length - 2 = {C}], got {head_tokens!r}")
     if len(ids) <= C:
         kept = ids
     elif strategy == "head":
@@ -94,15 +91,9 @@ def sliding_windows(ids, max_length: int, stride: int, cls_id: int, sep_id: int)
     window is the first that reaches the end of ids (it may be shorter than max_length); an
     empty document gives one window [CLS, SEP].
     """
-    ids = _require_ids("ids", ids)
-    C = content_length(max_length)
-    stride = require_int("stride", stride, minimum=0)
-    if stride >= C:
-        raise ValueError(f"stride: expected < max_length - 2 = {C} (the tokens neighbouring "
-                         f"windows share; the step is max_length - 2 - stride), got {stride}")
-    cls_id, sep_id = require_int("cls_id", cls_id, minimum=0), require_int("sep_id", sep_id, minimum=0)
+    ids = _as_ids(ids)
+    C, step = content_length(max_length), _step(max_length, stride)
     _require_no_specials(ids, cls_id, sep_id)
-    step = C - stride
     windows, start = [], 0
     while True:
         windows.append([cls_id] + ids[start:start + C] + [sep_id])
@@ -113,12 +104,7 @@ def sliding_windows(ids, max_length: int, stride: int, cls_id: int, sep_id: int)
 
 def window_count(n_tokens: int, max_length: int, stride: int) -> int:
     """How many windows `sliding_windows` makes of n_tokens: 1 + ceil(max(0, n - C) / (C - S))."""
-    n_tokens = require_int("n_tokens", n_tokens, minimum=0)
-    C = content_length(max_length)
-    stride = require_int("stride", stride, minimum=0)
-    if stride >= C:
-        raise ValueError(f"stride: expected < max_length - 2 = {C}, got {stride}")
-    return 1 + math.ceil(max(0, n_tokens - C) / (C - stride))
+    return 1 + math.ceil(max(0, n_tokens - content_length(max_length)) / _step(max_length, stride))
 
 
 def pool_windows(logits, how: str = "mean") -> torch.Tensor:
@@ -127,10 +113,6 @@ def pool_windows(logits, how: str = "mean") -> torch.Tensor:
     "mean" averages the windows' logits; "max" takes each class's largest logit over windows
     (the class whose best window is most confident wins).
     """
-    require_rank("logits", logits, 2, layout="(n_windows, n_classes)")
-    if logits.shape[0] == 0:
-        raise ValueError("logits: expected at least one window, got shape (0, ...)")
-    require_floating("logits", logits)      # mean() of integer logits has no dtype to return
     if how == "mean":
         return logits.mean(0)
     if how == "max":
@@ -140,16 +122,10 @@ def pool_windows(logits, how: str = "mean") -> torch.Tensor:
 
 def pad_windows(windows, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask) of shape (n_windows, longest) from lists of ids, right-padded."""
-    pad_id = require_int("pad_id", pad_id, minimum=0)
-    if not windows:
-        raise ValueError("windows: expected at least one window, got none")
-    if not all(isinstance(w, (list, tuple)) for w in windows):
-        raise ValueError(f"windows: expected a list of windows, each a list of ids, got an element "
-                         f"of type {next(type(w).__name__ for w in windows if not isinstance(w, (list, tuple)))}")
     longest = max(len(w) for w in windows)
     input_ids = torch.full((len(windows), longest), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((len(windows), longest), dtype=torch.long)
     for r, w in enumerate(windows):
-        input_ids[r, :len(w)] = torch.tensor(_require_ids(f"windows[{r}]", w), dtype=torch.long)
+        input_ids[r, :len(w)] = torch.tensor(_as_ids(w), dtype=torch.long)
         attention_mask[r, :len(w)] = 1
     return input_ids, attention_mask

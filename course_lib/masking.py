@@ -21,13 +21,11 @@ fine-tuning time when no [MASK] exists.
 """
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Sequence
 
 import torch
 
-from .validation import require_id, require_ids, require_positive_int, require_probability, require_tensor, shape_str
+from .validation import require_id, require_ids, require_probability, require_shape
 
 IGNORE_INDEX = -100  # F.cross_entropy's default ignore_index
 
@@ -39,37 +37,13 @@ def random_word_ids(vocab_size: int, mask_token_id: int,
     special_ids None: range(mask_token_id + 1, vocab_size) (every id up to [MASK] is special).
     Otherwise: range(vocab_size) without `mask_token_id` and `special_ids`.
     """
-    require_positive_int("vocab_size", vocab_size)
     require_id("mask_token_id", mask_token_id, vocab_size)
-    _require_special_ids(special_ids)
-    return _word_id_table(vocab_size, mask_token_id, special_ids)
-
-
-def _require_special_ids(special_ids) -> None:
-    """None, or a list of int ids (a float 1.7 would be truncated to 1, a str read as characters)."""
-    if special_ids is None:
-        return
-    if isinstance(special_ids, (str, bytes)) or not isinstance(special_ids, (Sequence, torch.Tensor, set, frozenset)):
-        raise ValueError(f"special_ids: expected a list of int ids, got {type(special_ids).__name__} "
-                         f"{special_ids!r:.40}")
-    if isinstance(special_ids, torch.Tensor):
-        if special_ids.is_floating_point() or special_ids.is_complex() or special_ids.dtype == torch.bool:
-            raise ValueError(f"special_ids: expected int ids, got dtype {special_ids.dtype}")
-        return
-    for i, value in enumerate(special_ids):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise ValueError(f"special_ids[{i}]: expected an int id, got {type(value).__name__} {value!r:.30}")
-
-
-def _word_id_table(vocab_size: int, mask_token_id: int, special_ids) -> torch.Tensor:
-    """`random_word_ids` without the argument checks (mask_tokens has made them)."""
     if special_ids is None:
         return torch.arange(mask_token_id + 1, vocab_size)
     allowed = torch.ones(vocab_size, dtype=torch.bool)
     excluded = torch.as_tensor([mask_token_id, *special_ids], dtype=torch.long)
-    if ((excluded < 0) | (excluded >= vocab_size)).any():
-        raise ValueError(f"special_ids: expected ids in [0, vocab_size={vocab_size}), "
-                         f"got {list(special_ids)}")
+    if ((excluded < 0) | (excluded >= vocab_size)).any():      # -1 would silently drop the last id
+        raise ValueError(f"special_ids: expected ids in [0, vocab_size={vocab_size}), got {list(special_ids)}")
     allowed[excluded] = False
     return allowed.nonzero().squeeze(1)
 
@@ -97,40 +71,14 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     generator: a torch.Generator for reproducible masks (random numbers are drawn on the
         generator's device and moved to `input_ids.device`).
     """
-    require_positive_int("vocab_size", vocab_size)
     # ids >= vocab_size would come back as labels that no output row can predict
     require_ids("input_ids", input_ids, vocab_size)
-    require_tensor("special_tokens_mask", special_tokens_mask)
-    if special_tokens_mask.shape != input_ids.shape:
-        raise ValueError(f"special_tokens_mask: expected shape {shape_str(input_ids)} like "
-                         f"input_ids, got {shape_str(special_tokens_mask)}")
-    if special_tokens_mask.dtype != torch.bool:
-        # a float mask (0.3) would be cast to True; 0/1 integers are read as False/True
-        if special_tokens_mask.is_floating_point() or special_tokens_mask.is_complex():
-            raise ValueError(f"special_tokens_mask: expected a bool tensor (True = special), got "
-                             f"{special_tokens_mask.dtype}")
-        if ((special_tokens_mask != 0) & (special_tokens_mask != 1)).any():
-            raise ValueError(f"special_tokens_mask: expected bool or 0/1 values (1 = special), got "
-                             f"values in [{int(special_tokens_mask.min())}, {int(special_tokens_mask.max())}]")
+    require_shape("special_tokens_mask", special_tokens_mask, input_ids.shape, "input_ids")
     require_probability("ratio", ratio)
-    if isinstance(mask_prob_split, (str, bytes)) or not hasattr(mask_prob_split, "__len__") \
-            or len(mask_prob_split) != 3:
-        raise ValueError(f"mask_prob_split: expected three shares (mask, random, keep) summing to 1, "
-                         f"got {mask_prob_split!r:.60}")
-    try:
-        p_mask, p_random, p_keep = (float(p) for p in mask_prob_split)
-    except (TypeError, ValueError):
-        raise ValueError(f"mask_prob_split: expected three numbers (mask, random, keep), got "
-                         f"{mask_prob_split!r:.60}") from None
-    if not all(math.isfinite(p) for p in (p_mask, p_random, p_keep)) \
-            or min(p_mask, p_random, p_keep) < 0 or abs(p_mask + p_random + p_keep - 1.0) > 1e-6:
-        raise ValueError(f"mask_prob_split: expected three non-negative shares summing to 1 "
-                         f"(mask, random, keep), got {tuple(mask_prob_split)}")
-    require_id("mask_token_id", mask_token_id, vocab_size)
-    _require_special_ids(special_ids)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator: expected a torch.Generator or None, got {type(generator).__name__} "
-                         f"{generator!r:.30} (make one: torch.Generator().manual_seed(seed))")
+    p_mask, p_random, p_keep = (float(p) for p in mask_prob_split)
+    if min(p_mask, p_random, p_keep) < 0 or not abs(p_mask + p_random + p_keep - 1.0) <= 1e-6:
+        raise ValueError(f"mask_prob_split: expected three non-negative shares summing to 1, got {tuple(mask_prob_split)}")
+    candidates = random_word_ids(vocab_size, mask_token_id, special_ids).to(input_ids.device)
     special = special_tokens_mask.to(device=input_ids.device, dtype=torch.bool)
 
     device = generator.device if generator is not None else torch.device("cpu")
@@ -143,15 +91,11 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     to_mask = selected & (u_action < p_mask)
     to_random = selected & (u_action >= p_mask) & (u_action < p_mask + p_random)
 
-    candidates = _word_id_table(vocab_size, mask_token_id, special_ids).to(input_ids.device)
     masked = input_ids.clone()
     masked[to_mask] = mask_token_id
     if to_random.any():
-        if len(candidates) == 0:
-            raise ValueError(f"no ordinary id to draw a random replacement from: vocab_size="
-                             f"{vocab_size}, mask_token_id={mask_token_id}, special_ids={special_ids} "
-                             f"(by default the ordinary ids are those after mask_token_id; pass "
-                             f"special_ids for a vocabulary laid out differently)")
+        if len(candidates) == 0:        # e.g. [MASK] last (RoBERTa's layout) without special_ids
+            raise ValueError(f"special_ids: no ordinary id left to draw random replacements from, got {special_ids}")
         # u_token in [0, 1) -> an index into the candidates, uniformly.
         index = (u_token * len(candidates)).long().clamp_max(len(candidates) - 1)
         masked[to_random] = candidates[index[to_random]].to(masked.dtype)

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import torch
 
-from .validation import require_attention_mask, require_floating, require_rank, shape_str
+from .validation import require_attention_mask, require_choice
 
 
 def _check(hidden_states, attention_mask) -> torch.Tensor:
-    """Validate and return the mask as a float (B, T, 1) tensor of 0/1."""
-    require_rank("hidden_states", hidden_states, 3, layout="(B, T, H)")
-    require_floating("hidden_states", hidden_states)
+    """Check the mask and return it as a float (B, T, 1) tensor of 0/1."""
     # the models' check of an attention_mask; a float mask of 0. and 1. is fine here (no kernel
     # takes it, it only weighs the tokens)
     require_attention_mask("attention_mask", attention_mask, like=hidden_states.shape[:2],
@@ -35,11 +33,6 @@ def _check(hidden_states, attention_mask) -> torch.Tensor:
 
 def cls_pooling(hidden_states: torch.Tensor) -> torch.Tensor:
     """(B, T, H) -> (B, H): the vector at position 0 ([CLS])."""
-    require_rank("hidden_states", hidden_states, 3, layout="(B, T, H)")
-    require_floating("hidden_states", hidden_states)    # as mean_pooling and max_pooling
-    if hidden_states.shape[1] == 0:
-        raise ValueError(f"hidden_states: expected at least one position, got shape "
-                         f"{shape_str(hidden_states)}")
     return hidden_states[:, 0]
 
 
@@ -69,6 +62,5 @@ POOLINGS = {"cls": lambda h, m: cls_pooling(h), "mean": mean_pooling, "max": max
 
 def pool(hidden_states: torch.Tensor, attention_mask: torch.Tensor, mode: str) -> torch.Tensor:
     """`mode` in ("cls", "mean", "max")."""
-    if mode not in POOLINGS:
-        raise ValueError(f"mode: expected one of {tuple(POOLINGS)}, got {mode!r}")
+    require_choice("mode", mode, POOLINGS)
     return POOLINGS[mode](hidden_states, attention_mask)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .validation import require_finite, require_floating, require_positive_int, require_rank, require_size, require_tensor
+from .validation import require_finite
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -22,8 +22,6 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     Each pair of columns is a rotation at its own frequency, so PE[p + k] is a fixed linear
     map (a block-diagonal rotation) of PE[p] for every p.
     """
-    require_positive_int("max_len", max_len)
-    require_positive_int("d_model", d_model)
     position = torch.arange(max_len, dtype=torch.float64)[:, None]             # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)                    # (ceil(d/2),)
     angle = position / (10000.0 ** (two_i / d_model))                           # (max_len, ceil(d/2))
@@ -33,32 +31,19 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     return pe.float()  # computed in float64 so large p keeps its precision
 
 
-def _check_input(x, d_model):
-    require_rank("x", x, rank=3, layout="(B, T, d_model)")
-    require_size("x", x, -1, d_model, "d_model")
-    require_floating("x", x)
-
-
 def _positions(x, positions, max_len):
-    """Validate the position ids of (B, T, d) input; default positions are 0..T-1.
+    """The position ids of (B, T, d) input; default positions are 0..T-1.
 
     (B, T) positions give each row its own; (T,) or (1, T) are shared by the batch. Any other
-    batch size would broadcast x up to it, a batch the caller never had."""
-    B, T = x.shape[0], x.shape[1]
+    batch size would broadcast x up to it, a batch the caller never had. A negative id would
+    silently read the table from its end, one >= max_len is past the end (lesson 05)."""
+    T = x.shape[1]
     if positions is None:
         if T > max_len:
-            raise ValueError(f"x: sequence length {T} exceeds max_len={max_len} "
-                             f"(the position table has {max_len} rows)")
+            raise ValueError(f"x: sequence length {T} exceeds max_len={max_len} (the position table has {max_len} rows)")
         return torch.arange(T, device=x.device)
-    require_tensor("positions", positions)
-    if positions.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.bool):
-        raise ValueError(f"positions: expected integer ids, got {positions.dtype}")
-    if positions.shape[-1] != T or positions.dim() not in (1, 2):
-        raise ValueError(f"positions: expected shape (T,) or (B, T) with T={T}, "
-                         f"got {tuple(positions.shape)}")
-    if positions.dim() == 2 and positions.shape[0] not in (1, B):
-        raise ValueError(f"positions: expected batch size {B} like x (or 1, shared), "
-                         f"got shape {tuple(positions.shape)}")
+    if positions.dim() == 2 and positions.shape[0] not in (1, x.shape[0]):
+        raise ValueError(f"positions: expected batch size {x.shape[0]} like x (or 1, shared), got shape {tuple(positions.shape)}")
     if positions.numel() and (positions.min() < 0 or positions.max() >= max_len):
         raise ValueError(f"positions: ids must lie in [0, {max_len - 1}] (max_len={max_len}), "
                          f"got min {int(positions.min())}, max {int(positions.max())}")
@@ -70,13 +55,12 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 512):
         super().__init__()
-        self.d_model, self.max_len = d_model, max_len   # sinusoidal_table checks both
+        self.d_model, self.max_len = d_model, max_len
         # a buffer moves with .to(device) but is not trained nor saved in the state dict
         self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
 
     def forward(self, x, positions=None):
         """x: (B, T, d_model); positions: optional (T,) or (B, T) ids, default 0..T-1."""
-        _check_input(x, self.d_model)
         pos = _positions(x, positions, self.max_len)
         return x + self.pe[pos].to(x.dtype)                              # (B, T, d_model)
 
@@ -94,14 +78,12 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, d_model: int, init_std: float = 0.02):
         super().__init__()
-        self.max_len = require_positive_int("max_len", max_len)
-        self.d_model = require_positive_int("d_model", d_model)
-        require_finite("init_std", init_std, minimum=0.0)
+        self.max_len, self.d_model = max_len, d_model
+        require_finite("init_std", init_std, minimum=0.0)          # NaN would fill the table
         self.weight = nn.Parameter(torch.randn(max_len, d_model) * init_std)
 
     def forward(self, x, positions=None):
         """x: (B, T, d_model); positions: optional (T,) or (B, T) ids, default 0..T-1."""
-        _check_input(x, self.d_model)
         pos = _positions(x, positions, self.max_len)
         return x + self.weight[pos]                                     # (B, T, d_model)
 

@@ -43,15 +43,14 @@ from tqdm.std import tqdm  # text bars: readable in stored notebooks, no widget 
 from . import cache
 from .bert import BertConfig, BertForPreTraining
 from .data.corpus import Document, corpus_tokenizer, make_documents
-from .device import requested_threads, seed_everything, torch_threads
+from .device import get_device, requested_threads, seed_everything, torch_threads
 from .masking import IGNORE_INDEX
 from .pretraining_batches import PairBatcher
-from .pretraining_cli import rank_and_world, training_device
 from .schedules import make_scheduler
 from .sentence_pairs import TASKS
 from .tokenization import WordPieceTokenizer
-from .validation import (require_finite, require_int, require_positive, require_positive_int,
-                         require_probability)
+from .validation import (require_choice, require_divisible, require_finite, require_int, require_positive,
+                         require_positive_int, require_probability)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,10 +83,9 @@ class PretrainConfig:
     log_every: int = 10
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"task: expected one of {TASKS}, got {self.task!r}")
         # checked here, so that a bad field is named as the config names it, not as the function
         # deep inside pretrain() that first reads it (warmup_steps, ratio, docs ...)
+        require_choice("task", self.task, TASKS)
         require_int("n_docs", self.n_docs, minimum=2)            # NSP negatives need another document
         for name in ("min_sentences", "max_sentences", "hidden_size", "num_hidden_layers",
                      "num_attention_heads", "intermediate_size", "max_position_embeddings",
@@ -96,21 +94,16 @@ class PretrainConfig:
         if self.min_sentences > self.max_sentences:
             raise ValueError(f"max_sentences: expected >= min_sentences={self.min_sentences}, "
                              f"got {self.max_sentences}")
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"hidden_size={self.hidden_size} must be divisible by "
-                             f"num_attention_heads={self.num_attention_heads}")
-        require_probability("dropout", self.dropout)
-        require_positive("initializer_range", self.initializer_range)
-        require_probability("mask_ratio", self.mask_ratio)
-        require_positive("lr", self.lr)
+        require_divisible("hidden_size", self.hidden_size, "num_attention_heads", self.num_attention_heads)
+        for name in ("dropout", "mask_ratio"):
+            require_probability(name, getattr(self, name))
+        for name in ("initializer_range", "lr"):
+            require_positive(name, getattr(self, name))
         require_int("warmup_steps", self.warmup_steps, minimum=0)
         require_finite("weight_decay", self.weight_decay, minimum=0.0)
-        split = self.mask_prob_split
-        if isinstance(split, (str, bytes)) or not hasattr(split, "__len__") or len(split) != 3:
-            raise ValueError(f"mask_prob_split: expected three shares (mask, random, keep) summing "
-                             f"to 1, got {split!r:.60}")
-        self.mask_prob_split = tuple(float(p) for p in self.mask_prob_split)
-        if any(p != p or p < 0 for p in self.mask_prob_split) or abs(sum(self.mask_prob_split) - 1.0) > 1e-6:
+        self.mask_prob_split = tuple(float(p) for p in self.mask_prob_split)   # one key for (0.8, .1, .1)
+        if len(self.mask_prob_split) != 3 or min(self.mask_prob_split) < 0 \
+                or not abs(sum(self.mask_prob_split) - 1.0) <= 1e-6:
             raise ValueError(f"mask_prob_split: expected three non-negative shares summing to 1 "
                              f"(mask, random, keep), got {self.mask_prob_split}")
 
@@ -147,9 +140,7 @@ def cache_key(config: PretrainConfig, seed: int, num_threads: int = 1,
     `source_digest()` unless given; the thread count is part of it because another count sums
     in another order, so it trains other weights (`course sweep`'s 2-thread run must not load
     the 1-thread checkpoint), and so is torch's version (another release may sum otherwise too)."""
-    _require_config(config)
-    require_int("seed", seed)
-    require_positive_int("num_threads", num_threads)
+    require_int("seed", seed)                   # a seed of 1.0 would key another file than 1
     inputs = {"config": asdict(config), "seed": seed, "threads": num_threads}
     return cache.cache_key(inputs, cache.versions("torch"),
                            source if source is not None else source_digest(), length=12)
@@ -162,6 +153,23 @@ def training_threads() -> int:
     return requested_threads(1)
 
 
+def rank_and_world() -> tuple[int, int]:
+    """(rank, world_size); initialises the gloo process group under torchrun (WORLD_SIZE > 1)."""
+    import torch.distributed as dist
+
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size == 1:
+        return 0, 1
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    return dist.get_rank(), world_size
+
+
+def training_device(device, world: int) -> torch.device:
+    """Several processes train on the CPU (gloo); one process on `device` or the best available."""
+    return torch.device("cpu") if world > 1 else torch.device(device or get_device())
+
+
 class PretrainResult(NamedTuple):
     model: BertForPreTraining
     tokenizer: WordPieceTokenizer
@@ -171,30 +179,11 @@ class PretrainResult(NamedTuple):
 def pretraining_losses(out, labels, next_sentence_label, n_masked: int, n_pairs: int):
     """(mlm, nsp) summed over this slice and divided by the *global* counts, so the slices'
     losses add up to the global batch's mean losses."""
-    if not (hasattr(out, "prediction_logits") and hasattr(out, "seq_relationship_logits")):
-        raise ValueError(f"out: expected a BertForPreTraining output (prediction_logits, "
-                         f"seq_relationship_logits), got {type(out).__name__}")
-    require_int("n_masked", n_masked, minimum=0)
-    require_positive_int("n_pairs", n_pairs)
     V = out.prediction_logits.shape[-1]
-    try:
-        mlm = F.cross_entropy(out.prediction_logits.reshape(-1, V), labels.reshape(-1),
-                              ignore_index=IGNORE_INDEX, reduction="sum") / max(n_masked, 1)
-    except IndexError as e:     # checked only on failure: no extra pass over the labels per step
-        raise ValueError(f"labels: expected ids in [0, vocab_size={V}) or {IGNORE_INDEX}, "
-                         f"got values in [{int(labels.min())}, {int(labels.max())}]") from e
-    try:
-        nsp = F.cross_entropy(out.seq_relationship_logits, next_sentence_label,
-                              reduction="sum") / n_pairs
-    except IndexError as e:
-        raise ValueError(f"next_sentence_label: expected 0 (is next) or 1 (not next), got values "
-                         f"{sorted(set(next_sentence_label.tolist()))[:6]}") from e
+    mlm = F.cross_entropy(out.prediction_logits.reshape(-1, V), labels.reshape(-1),
+                          ignore_index=IGNORE_INDEX, reduction="sum") / max(n_masked, 1)
+    nsp = F.cross_entropy(out.seq_relationship_logits, next_sentence_label, reduction="sum") / n_pairs
     return mlm, nsp
-
-
-def _require_config(config) -> None:
-    if not isinstance(config, PretrainConfig):
-        raise ValueError(f"config: expected a PretrainConfig, got {type(config).__name__}")
 
 
 def pretrain(config: PretrainConfig | None = None, seed: int = 0, progress: bool = True,
@@ -211,10 +200,6 @@ def pretrain(config: PretrainConfig | None = None, seed: int = 0, progress: bool
     when the cores are shared; a fixed count also makes the weights independent of the
     caller's thread setting.
     """
-    if config is not None:
-        _require_config(config)
-    if num_threads is not None:
-        require_positive_int("num_threads", num_threads)
     with torch_threads(num_threads):          # None: training_threads(); restored afterwards
         return _pretrain(config or PretrainConfig(), seed, progress, device)
 
@@ -293,12 +278,6 @@ def evaluate(model: BertForPreTraining, tokenizer: WordPieceTokenizer, docs: lis
     """MLM loss/accuracy (over masked tokens, 80/10/10 masking) and NSP/SOP loss/accuracy on
     `n_pairs` pairs drawn from `docs` (pass documents the model never saw, e.g.
     `make_documents(200, seed=1000 + seed)`)."""
-    if not isinstance(model, BertForPreTraining):
-        raise ValueError(f"model: expected a BertForPreTraining (MLM and NSP heads), got "
-                         f"{type(model).__name__}")
-    require_positive_int("n_pairs", n_pairs)
-    require_positive_int("batch_size", batch_size)
-    require_probability("mask_ratio", mask_ratio)
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -331,16 +310,9 @@ def cache_path(config: PretrainConfig, seed: int, cache_dir: str | Path | None =
     with `num_threads` torch threads (default `training_threads()`) lives. The device is part of
     the name: a GPU computes in another order, so its weights differ in the last bits, and a CPU run
     must not load them in place of its own (the stored notebooks' rounded numbers come from the CPU)."""
-    _require_config(config)
-    try:
-        ok = isinstance(device_type, str) and torch.device(device_type).type == device_type
-    except (RuntimeError, ValueError):
-        ok = False
-    if not ok:
+    if not isinstance(device_type, str) or torch.device(device_type).type != device_type:  # not "cuda:0"
         raise ValueError(f"device_type: expected a torch device type such as 'cpu' or 'cuda', got "
                          f"{device_type!r:.30}")
-    if num_threads is not None:
-        require_positive_int("num_threads", num_threads)
     cache_dir = Path(cache_dir) if cache_dir is not None else cache.cache_dir("pretraining")
     threads = num_threads if num_threads is not None else training_threads()
     suffix = "" if device_type == "cpu" else f"_{device_type}"
@@ -354,8 +326,6 @@ def load_or_pretrain(config: PretrainConfig | None = None, seed: int = 0,
     trained (about 85 s with the defaults on one CPU thread) and saved. Eval mode.
     On a GPU it trains there once and caches that checkpoint separately (see `cache_path`).
     num_threads: as in `pretrain` (default `training_threads()`); part of the cache key."""
-    if config is not None:
-        _require_config(config)
     config = config or PretrainConfig()
     threads = num_threads if num_threads is not None else training_threads()
     _, world = rank_and_world()

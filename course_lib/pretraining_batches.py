@@ -22,7 +22,7 @@ from .data.corpus import Document
 from .masking import mask_tokens
 from .sentence_pairs import TASKS, as_documents, consecutive_pairs, sample_pair
 from .tokenization import WordPieceTokenizer
-from .validation import require_positive_int
+from .validation import require_choice
 
 
 class PairBatcher:
@@ -30,14 +30,8 @@ class PairBatcher:
 
     def __init__(self, docs: list[Document], tokenizer: WordPieceTokenizer, task: str = "nsp"):
         # Documents, or lists of sentence strings (one episode each), as `make_pairs` takes them
-        docs = as_documents(docs, name="docs")
-        if not isinstance(tokenizer, WordPieceTokenizer):
-            raise ValueError(f"tokenizer: expected a course_lib.tokenization.WordPieceTokenizer, got "
-                             f"{type(tokenizer).__name__}")
-        if len(docs) < 2:
-            raise ValueError(f"docs: need at least 2 documents, got {len(docs)}")
-        if task not in TASKS:
-            raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
+        docs = as_documents(docs)
+        require_choice("task", task, TASKS)
         self.docs, self.tokenizer, self.task = docs, tokenizer, task
         self.ids = [[tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in doc.sentences]
                     for doc in docs]
@@ -48,10 +42,6 @@ class PairBatcher:
     def batch(self, batch_size: int, rng: random.Random) -> dict[str, torch.Tensor]:
         """input_ids, token_type_ids, attention_mask, special_tokens_mask: (B, T), padded to
         the longest pair; next_sentence_label: (B,)."""
-        require_positive_int("batch_size", batch_size)
-        if not isinstance(rng, random.Random):
-            raise ValueError(f"rng: expected a random.Random, got {type(rng).__name__} {rng!r:.30} "
-                             f"(make one: random.Random(seed))")
         tok = self.tokenizer
         rows, labels = [], []
         for _ in range(batch_size):
@@ -79,9 +69,6 @@ class PairBatcher:
                      mask_prob_split: tuple[float, float, float] = (0.8, 0.1, 0.1)):
         """`batch` with BERT's masking applied: input_ids masked, plus labels (B, T) holding the
         original id at selected positions and -100 elsewhere."""
-        if not isinstance(mask_generator, torch.Generator):
-            raise ValueError(f"mask_generator: expected a torch.Generator, got {type(mask_generator).__name__} "
-                             f"{mask_generator!r:.30} (make one: torch.Generator().manual_seed(seed))")
         batch = self.batch(batch_size, rng)
         batch["input_ids"], batch["labels"] = mask_tokens(
             batch["input_ids"], mask_token_id=self.tokenizer.mask_token_id,

@@ -6,47 +6,26 @@ processes that torchrun starts.
 
 Every field of `course_lib.pretraining.PretrainConfig` is an option (`--steps 3000`, `--task sop`),
 plus `--seed`, `--no-cache` and `--history-out FILE.csv`. Under torchrun (WORLD_SIZE > 1)
-`rank_and_world()` joins the gloo process group and `training_device()` keeps every rank on the
-CPU; `course_lib.pretraining` asks them both, so the one training loop serves one process and
-many. What the processes compute (every rank draws the same global batch and keeps its own rows)
-is explained in `course_lib.pretraining`.
+`course_lib.pretraining.rank_and_world()` joins the gloo process group and `training_device()`
+keeps every rank on the CPU (both importable from here too); the training loop asks them both, so
+it serves one process and many. What the processes compute (every rank draws the same global
+batch and keeps its own rows) is explained in `course_lib.pretraining`.
 
-This module imports `course_lib.pretraining` only inside `main`, so the library does not depend
-on its command line; it is still part of the pretraining cache key (`source_modules`), as
-pretraining imports it.
+This module imports `course_lib.pretraining`, never the other way round: the library does not
+depend on its command line, and the launcher is no part of the pretraining cache key
+(`source_modules`): it decides no weight (the config it builds is part of the key).
 """
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import fields
 from pathlib import Path
 
-import torch
-
-from .device import get_device
-
-
-def rank_and_world() -> tuple[int, int]:
-    """(rank, world_size); initialises the gloo process group under torchrun."""
-    import torch.distributed as dist
-
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size == 1:
-        return 0, 1
-    if not dist.is_initialized():
-        dist.init_process_group("gloo")
-    return dist.get_rank(), world_size
-
-
-def training_device(device, world: int) -> torch.device:
-    """Several processes train on the CPU (gloo); one process on `device` or the best available."""
-    return torch.device("cpu") if world > 1 else torch.device(device or get_device())
+from .pretraining import (PretrainConfig, load_or_pretrain, pretrain, rank_and_world,
+                          training_device)  # noqa: F401  training_device: importable from here as before
 
 
 def _parse_args(argv=None):
-    from .pretraining import PretrainConfig
-
     if isinstance(argv, (str, bytes)):
         # argparse would read "--help" as the arguments "-", "-", "h", ...
         raise ValueError(f"argv: expected a list of str (e.g. ['--steps', '10']), got one str {argv!r:.40} "
@@ -68,8 +47,6 @@ def _parse_args(argv=None):
 
 
 def main(argv=None) -> None:
-    from .pretraining import PretrainConfig, load_or_pretrain, pretrain
-
     args = _parse_args(argv)
     overrides = {f.name: getattr(args, f.name) for f in fields(PretrainConfig)
                  if getattr(args, f.name) is not None}

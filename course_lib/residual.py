@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from .validation import require_tensor, shape_str
+from .validation import shape_str
 
 
 class Residual(nn.Module):
@@ -22,19 +22,11 @@ class Residual(nn.Module):
 
     def __init__(self, sublayer: nn.Module, norm: nn.Module | None = None):
         super().__init__()
-        for name, module in (("sublayer", sublayer), ("norm", norm)):
-            if module is not None and not isinstance(module, nn.Module):
-                raise ValueError(f"{name}: expected an nn.Module, got {type(module).__name__}")
-        if sublayer is None:
-            raise ValueError("sublayer: expected an nn.Module, got None")
         self.sublayer = sublayer
         self.norm = norm if norm is not None else nn.Identity()
 
     def forward(self, x, *args, **kwargs):
-        require_tensor("x", x)
         out = self.sublayer(self.norm(x), *args, **kwargs)
-        require_tensor("sublayer output", out)
-        if out.shape != x.shape:
-            raise ValueError(f"sublayer output: expected the shape of x {shape_str(x)} "
-                             f"(a residual adds the two), got shape {shape_str(out)}")
+        if out.shape != x.shape:            # x + out would broadcast: the stream would change shape
+            raise ValueError(f"sublayer output: expected the shape of x {shape_str(x)} (a residual adds the two), got shape {shape_str(out)}")
         return x + out

@@ -10,8 +10,6 @@ from __future__ import annotations
 from torch import nn
 
 from .attention import scaled_dot_product_attention
-from .validation import (require_bool_mask, require_input_dtype, require_positive_int, require_rank,
-                         require_size)
 
 
 class SelfAttention(nn.Module):
@@ -23,7 +21,7 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model: int, bias: bool = True):
         super().__init__()
-        self.d_model = require_positive_int("d_model", d_model)
+        self.d_model = d_model
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -31,13 +29,7 @@ class SelfAttention(nn.Module):
     def forward(self, x, mask=None):
         """x: (B, T, d_model); mask: boolean, True = may attend, broadcastable to (B, T, T).
 
-        Returns (output (B, T, d_model), weights (B, T, T)).
+        Returns (output (B, T, d_model), weights (B, T, T)). (The attention checks the mask.)
         """
-        require_rank("x", x, rank=3, layout="(B, T, d_model)")
-        require_size("x", x, -1, self.d_model, "d_model")
-        require_input_dtype("x", x, self.q_proj)
-        if mask is not None:
-            B, T, _ = x.shape
-            require_bool_mask("mask", mask, (B, T, T), "(B, T_q, T_k)")
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)   # (B, T, d_model) each
         return scaled_dot_product_attention(q, k, v, mask)

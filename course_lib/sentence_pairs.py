@@ -23,12 +23,11 @@ from __future__ import annotations
 import numbers
 import random
 import re
-from collections.abc import Iterable
 
 import torch
 
 from .data.corpus import Document
-from .validation import refuse_one_text, require_int, require_str
+from .validation import refuse_one_text, require_choice
 
 TASKS = ("nsp", "sop")
 IS_NEXT, NOT_NEXT = 0, 1    # Hugging Face's next_sentence_label values
@@ -49,22 +48,15 @@ def as_random(generator) -> random.Random:
                      f"got {type(generator).__name__}")
 
 
-def as_documents(documents, name: str = "documents") -> list[Document]:
-    """`Document`s as they are; a list of sentence strings becomes a one-episode Document.
-    `name`: the caller's name for the argument, for the error messages."""
-    if isinstance(documents, (str, bytes, Document, dict)) or not isinstance(documents, Iterable):
-        raise ValueError(f"{name}: expected a list of Documents or of lists of sentence strings, "
-                         f"got {type(documents).__name__}")
+def as_documents(documents) -> list[Document]:
+    """`Document`s as they are; a list of sentence strings becomes a one-episode Document."""
+    refuse_one_text("documents", documents)
     out = []
     for d, doc in enumerate(documents):
-        if isinstance(doc, Document):
-            out.append(doc)
-            continue
-        if isinstance(doc, str) or not isinstance(doc, (list, tuple)) \
-                or not all(isinstance(s, str) for s in doc):
-            raise ValueError(f"{name}[{d}]: expected a Document or a list of sentence "
-                             f"strings, got {type(doc).__name__}")
-        out.append(Document("text", list(doc), episodes=[0] * len(doc)))
+        if not isinstance(doc, Document):
+            refuse_one_text(f"documents[{d}]", doc)     # a str would be one sentence per character
+            doc = Document("text", list(doc), episodes=[0] * len(doc))
+        out.append(doc)
     return out
 
 
@@ -88,23 +80,12 @@ def make_pair(documents, location: Location, task: str,
     nsp: B is a uniformly drawn sentence of a uniformly drawn *other* document;
     sop: A and B swapped.
     """
-    if task not in TASKS:
-        raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
-    _require_rng(rng)
-    try:
-        d, i = location
-    except (TypeError, ValueError):
-        raise ValueError(f"location: expected (document index, sentence index), got {location!r:.40}") from None
-    if type(d) is not int or type(i) is not int:          # the fast path: ints from consecutive_pairs
-        d, i = require_int("location[0]", d), require_int("location[1]", i)
-    if not 0 <= d < len(documents):
-        raise ValueError(f"location: expected a document index in [0, {len(documents)}), got {d}")
-    doc = documents[d]
-    n = len(doc.sentences if isinstance(doc, Document) else doc)
-    if not 0 <= i < n - 1:
-        # the positive is (i, i + 1): the last sentence has no next one
-        raise ValueError(f"location: expected a sentence index in [0, {n - 1}) (one with a next "
-                         f"sentence) for document {d}, got {i}")
+    require_choice("task", task, TASKS)
+    d, i = location
+    # the positive is (i, i + 1): the last sentence has no next one (a negative index would wrap)
+    if not 0 <= d < len(documents) or not 0 <= i < _n_sentences(documents[d]) - 1:
+        raise ValueError(f"location: expected (document index, index of a sentence with a next "
+                         f"one), got {location!r}")
     a, b = (d, i), (d, i + 1)
     if rng.random() < 0.5:
         return a, b, IS_NEXT
@@ -118,14 +99,14 @@ def make_pair(documents, location: Location, task: str,
     return a, (other, rng.randrange(len(documents[other].sentences))), NOT_NEXT
 
 
+def _n_sentences(doc) -> int:
+    return len(doc.sentences if isinstance(doc, Document) else doc)
+
+
 def sample_pair(documents, candidates: list[Location], task: str,
                 rng: random.Random) -> tuple[Location, Location, int]:
     """A positive drawn uniformly from `candidates` (`consecutive_pairs(documents)`), then
     `make_pair`. What the pretraining draws, batch after batch."""
-    _require_rng(rng)
-    if not candidates:
-        raise ValueError("candidates: expected at least one (document, sentence) location "
-                         "(consecutive_pairs(documents)), got none")
     return make_pair(documents, rng.choice(candidates), task, rng)
 
 
@@ -133,34 +114,15 @@ def make_pairs(documents, task: str, generator=0, n: int | None = None) -> list[
     """(A, B, label) triples. n=None: one pair per positive (`consecutive_pairs`), in document
     order; n: that many positives drawn with replacement. Deterministic given `generator` (an
     int seed, a `random.Random` or a `torch.Generator`)."""
-    if n is not None:
-        require_int("n", n, minimum=0)
     rng = as_random(generator)
     docs = as_documents(documents)
-    if task not in TASKS:
-        raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
-    if task == "nsp" and len(docs) < 2:
-        raise ValueError(f"documents: need at least 2 documents for NSP negatives, got {len(docs)}")
-    if any(not doc.sentences for doc in docs) and task == "nsp":
-        raise ValueError("documents: every document needs a sentence (NSP draws from them)")
     candidates = consecutive_pairs(docs)
-    if n is not None:
-        if not candidates:
-            raise ValueError("documents: no two consecutive sentences in one episode")
-        locations = [rng.choice(candidates) for _ in range(n)]
-    else:
-        locations = candidates
+    locations = candidates if n is None else [rng.choice(candidates) for _ in range(n)]
     out = []
     for location in locations:
         (da, ia), (db, ib), label = make_pair(docs, location, task, rng)
         out.append((docs[da].sentences[ia], docs[db].sentences[ib], label))
     return out
-
-
-def _require_rng(rng) -> None:
-    if not isinstance(rng, random.Random):
-        raise ValueError(f"rng: expected a random.Random, got {type(rng).__name__} {rng!r:.30} "
-                         f"(make one: random.Random(seed))")
 
 
 def make_nsp_pairs(documents, generator=0) -> list[Pair]:
@@ -197,15 +159,7 @@ def text_documents(texts: list[str], min_words: int = 4, max_words: int = 40,
     prose (code, grammar, tables, headings) or not a sentence of `min_words` to `max_words`
     words is dropped and ends an episode: an episode is a run of sentences that really were
     consecutive in the text."""
-    refuse_one_text("texts", texts)
-    if not isinstance(texts, (list, tuple)):
-        raise ValueError(f"texts: expected a list of str, got {type(texts).__name__}")
-    for t, text in enumerate(texts):
-        require_str(f"texts[{t}]", text)
-    require_int("min_words", min_words, minimum=0)
-    require_int("max_words", max_words, minimum=1)
-    if min_words > max_words:
-        raise ValueError(f"max_words: expected >= min_words={min_words}, got {max_words}")
+    refuse_one_text("texts", texts)           # one str would be read character by character
     docs = []
     for t, text in enumerate(texts):
         doc = Document(f"{name}{t}", [])

@@ -22,18 +22,9 @@ def _numbers(name: str, values) -> "np.ndarray":
     (pairing the wrong entries) and one NaN turns every rank statistic into NaN."""
     import numpy as np
 
-    if isinstance(values, (str, bytes, dict)):
-        raise ValueError(f"{name}: expected a 1-D sequence of numbers, got {type(values).__name__}")
-    try:
-        array = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a 1-D sequence of numbers, got {type(values).__name__} "
-                         f"{values!r:.40}") from None
-    if array.ndim != 1:
-        raise ValueError(f"{name}: expected a 1-D sequence of numbers, got shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name}: expected finite numbers, got {int((~np.isfinite(array)).sum())} "
-                         f"NaN or inf")
+    array = np.asarray(values, dtype=float)
+    if array.ndim != 1 or not np.isfinite(array).all():
+        raise ValueError(f"{name}: expected a 1-D sequence of finite numbers, got shape {array.shape}: {array!r:.60}")
     return array
 
 
@@ -41,14 +32,12 @@ def spearman(x, y) -> float:
     """Spearman's rank correlation: Pearson's r of the average ranks of x and y."""
     import numpy as np
 
-    x, y = _numbers("x", x).ravel(), _numbers("y", y).ravel()
-    if x.shape != y.shape or x.size < 2:
-        raise ValueError(f"x, y: expected two sequences of one length >= 2, got {x.size} and {y.size}")
+    x, y = _numbers("x", x), _numbers("y", y)
     rx, ry = _ranks(x), _ranks(y)
     rx, ry = rx - rx.mean(), ry - ry.mean()
     denominator = float(np.sqrt((rx * rx).sum() * (ry * ry).sum()))
-    if denominator == 0:
-        raise ValueError("x, y: a constant sequence has no rank correlation")
+    if denominator == 0:            # (one value, or a constant sequence; unequal lengths fail above)
+        raise ValueError(f"x, y: expected two non-constant sequences of one length >= 2, got {x.size} and {y.size} values")
     return float((rx * ry).sum() / denominator)
 
 
@@ -57,23 +46,12 @@ def roc_auc(scores, positive) -> float:
     negative (ties count 1/2): the Mann-Whitney U statistic over n_pos * n_neg."""
     import numpy as np
 
-    scores = _numbers("scores", scores).ravel()
-    if scores.size == 0:
-        raise ValueError("scores: expected at least one positive and one negative score, got none")
-    positive = np.asarray(positive)
-    if positive.ndim != 1:
-        raise ValueError(f"positive: expected a 1-D sequence of flags, got shape {positive.shape}")
-    positive = positive.ravel()
-    if positive.dtype != bool:
-        # a class label 2 cast to bool would count as positive: only 0/1 flags are read as such
-        values = set(np.unique(positive).tolist())
-        if not values <= {0, 1}:
-            raise ValueError(f"positive: expected bool or 0/1 flags, got values {sorted(values)[:6]}")
-        positive = positive.astype(bool)
-    if scores.shape != positive.shape:
-        raise ValueError(f"positive: expected {scores.size} flags like scores, got {positive.size}")
+    scores, flags = _numbers("scores", scores), np.asarray(positive)
+    positive = flags.astype(bool)
     n_pos, n_neg = int(positive.sum()), int((~positive).sum())
-    if n_pos == 0 or n_neg == 0:
-        raise ValueError(f"positive: expected both classes, got {n_pos} positives, {n_neg} negatives")
+    # a class label 2 cast to bool would count as positive; one class leaves nothing to compare
+    if not set(np.unique(flags).tolist()) <= {0, 1} or n_pos == 0 or n_neg == 0:
+        raise ValueError(f"positive: expected bool or 0/1 flags of both classes, got values "
+                         f"{np.unique(flags)[:6].tolist()} ({n_pos} positives, {n_neg} negatives)")
     ranks = _ranks(scores)
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))

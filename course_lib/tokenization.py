@@ -30,11 +30,11 @@ import operator
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 
-from .validation import refuse_one_text, require_int, require_positive_int, require_str, require_texts
+from .validation import refuse_one_text, require_choice, require_int, require_str, require_texts
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PREFIX = "##"
@@ -117,7 +117,6 @@ def normalize(text: str, lowercase: bool = True, strip_accents: bool | None = No
 
 def pre_tokenize(text: str) -> list[str]:
     """Split normalised text on spaces and around every punctuation character."""
-    require_str("text", text)
     words = []
     for chunk in text.split(" "):
         if chunk.isalnum():  # the common case: a plain word
@@ -157,25 +156,9 @@ def wordpiece(word: str, vocab: Mapping[str, int] | set[str], unk_token: str = "
     word is longer than `max_input_chars_per_word`, the whole word becomes [unk_token]:
     BERT never emits a partial segmentation.
     """
-    require_str("word", word)
-    if not word or len(word.split()) != 1:
-        # "un able" would be looked up as one word with a space and come back as [UNK]
-        raise ValueError(f"word: expected one word without spaces, got {word!r:.60} "
-                         f"(split text into words first: basic_tokenize(text))")
-    if isinstance(vocab, (str, PathLike)):
-        # `piece in "path/vocab.txt"` would test substrings of the path
+    if isinstance(vocab, (str, PathLike)):    # `piece in "vocab.txt"` would test substrings of the path
         raise ValueError(f"vocab: expected a dict token -> id or a set of tokens, got a path "
                          f"{str(vocab)!r:.60}: read it with load_vocab(path)")
-    if not isinstance(vocab, Collection):
-        raise ValueError(f"vocab: expected a dict token -> id or a set of tokens, got "
-                         f"{type(vocab).__name__}")
-    require_str("unk_token", unk_token)
-    require_positive_int("max_input_chars_per_word", max_input_chars_per_word)
-    return _wordpiece(word, vocab, unk_token, max_input_chars_per_word)
-
-
-def _wordpiece(word: str, vocab, unk_token: str, max_input_chars_per_word: int) -> list[str]:
-    """`wordpiece` without the argument checks (the tokenizer checked them once)."""
     if len(word) > max_input_chars_per_word:
         return [unk_token]
     pieces, start = [], 0
@@ -203,39 +186,20 @@ def load_vocab(vocab: str | PathLike | Mapping[str, int] | Sequence[str]) -> dic
     """token -> id from a vocab.txt path (one token a line, id = line number), a dict or a list."""
     if isinstance(vocab, (str, PathLike)):
         path = Path(vocab)
-        if not path.is_file():
-            # a vocabulary's text ("[PAD]\n[UNK]\n...") passed as a str lands here too
-            shown = f"a str with {str(vocab).count(chr(10))} newlines" if "\n" in str(vocab) else repr(str(vocab))[:60]
-            raise FileNotFoundError(f"vocab: expected a path to a vocab.txt file, got {shown}, which is "
-                                    f"no file (a list of tokens or a dict token -> id work too)")
+        if not path.is_file():        # a vocabulary's text ("[PAD]\n[UNK]...") passed as a str
+            raise FileNotFoundError(f"vocab: expected a path to a vocab.txt file, got {str(vocab)!r:.60}, "
+                                    f"which is no file (a list of tokens or a dict token -> id work too)")
         lines = path.read_text(encoding="utf-8").split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         return {token: i for i, token in enumerate(lines)}
     if isinstance(vocab, Mapping):
-        out = dict(vocab)
-        for token, id_ in out.items():
-            if not isinstance(token, str) or isinstance(id_, bool) or not isinstance(id_, numbers.Integral) \
-                    or id_ < 0:
-                raise ValueError(f"vocab: expected a dict str token -> int id >= 0, got "
-                                 f"{token!r:.40}: {id_!r:.40}")
-    elif isinstance(vocab, Iterable) and not isinstance(vocab, (bytes, bytearray)):
-        out = {}
-        for i, token in enumerate(vocab):
-            if not isinstance(token, str):
-                raise ValueError(f"vocab[{i}]: expected a str token, got {type(token).__name__} {token!r:.40}"
-                                 + (" (BPETokenizer takes (vocab, merges) in that order)"
-                                    if isinstance(token, tuple) else ""))
-            if token in out:
-                # a repeated token would keep only its last id and leave a gap at the first
-                raise ValueError(f"vocab: expected distinct tokens, got {token!r:.40} at index "
-                                 f"{out[token]} and {i}")
-            out[token] = i
-    else:
-        raise ValueError(f"vocab: expected a path to a vocab.txt, a dict token -> id or a list of "
-                         f"tokens, got {type(vocab).__name__}")
-    if not out:
-        raise ValueError(f"vocab: expected at least one token, got an empty {type(vocab).__name__}")
+        return dict(vocab)
+    tokens = list(vocab)
+    out = {token: i for i, token in enumerate(tokens)}
+    if len(out) != len(tokens):  # a repeated token would keep only its last id, a gap at the first
+        raise ValueError(f"vocab: expected distinct tokens, got "
+                         f"{[t for t, n in Counter(tokens).items() if n > 1][:3]} more than once")
     return out
 
 
@@ -257,18 +221,8 @@ class WordPieceTokenizer:
         self.lowercase = lowercase
         self.unk_token, self.cls_token, self.sep_token = unk_token, cls_token, sep_token
         self.pad_token, self.mask_token = pad_token, mask_token
-        names = ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")
-        for name in names:
-            require_str(name, getattr(self, name))
+        for name in ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token"):
             _require_in_vocab(name, getattr(self, name), self.vocab)
-        for k, name in enumerate(names):
-            for other in names[:k]:
-                if getattr(self, name) == getattr(self, other):
-                    raise ValueError(f"{name}: expected a token other than {other}'s "
-                                     f"{getattr(self, other)!r}, got the same")
-        if max_position_embeddings is not None:
-            require_positive_int("max_position_embeddings", max_position_embeddings)
-        require_positive_int("max_input_chars_per_word", max_input_chars_per_word)
         self.max_position_embeddings = max_position_embeddings
         self.max_input_chars_per_word = max_input_chars_per_word
         self._pieces_cache: dict[str, list[str]] = {}  # word -> pieces; words repeat a lot
@@ -308,43 +262,27 @@ class WordPieceTokenizer:
         return self.vocab[self.unk_token]
 
     def convert_tokens_to_ids(self, tokens: str | Iterable[str]):
+        unk = self.unk_token_id
         if isinstance(tokens, str):
-            if len(tokens.split()) > 1:
+            if len(tokens.split()) > 1:      # a text would silently come back as [UNK]
                 raise ValueError(f"tokens: expected one token (or a list of tokens), got a text "
                                  f"{tokens!r:.40}: tokenize it first, tokenizer.tokenize(text)")
-            return self.vocab.get(tokens, self.unk_token_id)
-        if not isinstance(tokens, Iterable):
-            raise ValueError(f"tokens: expected a str or a list of str, got {type(tokens).__name__} {tokens!r:.30}")
-        unk = self.unk_token_id
-        try:
-            ids = [self.vocab.get(t, unk) for t in tokens]
-        except TypeError:                                   # an unhashable item (a list)
-            ids = [unk]
-        if unk in ids:                      # a non-str item maps to [UNK]: look only then
-            for i, t in enumerate(tokens):
-                if not isinstance(t, str):
-                    raise ValueError(f"tokens[{i}]: expected a str, got {type(t).__name__} {t!r:.30}")
-        return ids
-
-    def _tokens_to_ids(self, tokens: list[str]) -> list[int]:
-        """`convert_tokens_to_ids` of `tokenize`'s output (str tokens: nothing to check)."""
-        unk = self.unk_token_id
+            return self.vocab.get(tokens, unk)
         return [self.vocab.get(t, unk) for t in tokens]
 
     def convert_ids_to_tokens(self, ids: int | Iterable[int]):
+        """One id (an int, a numpy int, a 0-d tensor) or a list of them; a float id is refused
+        (TypeError) rather than truncated."""
         if isinstance(ids, numbers.Integral) and not isinstance(ids, bool):
             return self._token(int(ids))
         if hasattr(ids, "dim") and ids.dim() == 0:          # a 0-d tensor: one id
             return self.convert_ids_to_tokens(ids.item())
-        if isinstance(ids, (str, bytes, float, bool, Mapping)) or not isinstance(ids, Iterable):
-            raise ValueError(f"ids: expected an int id or a list of int ids, got "
-                             f"{type(ids).__name__} {ids!r:.30}")
-        return [self._token(_as_id(i, k)) for k, i in enumerate(ids)]
+        return [self._token(operator.index(i)) for i in ids]
 
     def _token(self, id_: int) -> str:
         """The token of one id (an int)."""
         token = self.ids_to_tokens.get(id_)
-        if token is None:
+        if token is None:                   # not None in the text
             raise ValueError(f"ids: expected ids of the vocabulary ({len(self.vocab)} tokens), got {id_}")
         return token
 
@@ -359,8 +297,8 @@ class WordPieceTokenizer:
             for word in basic_tokenize(part, lowercase=self.lowercase):
                 pieces = self._pieces_cache.get(word)
                 if pieces is None:
-                    pieces = _wordpiece(word, self.vocab, self.unk_token,
-                                        self.max_input_chars_per_word)
+                    pieces = wordpiece(word, self.vocab, self.unk_token,
+                                       self.max_input_chars_per_word)
                     if len(self._pieces_cache) < 1_000_000:
                         self._pieces_cache[word] = pieces
                 tokens += pieces
@@ -377,17 +315,12 @@ class WordPieceTokenizer:
         otherwise both are cut to m // 2, the longer one (the second on a tie) getting the odd
         token. `padding=N` pads with [PAD] up to N ids.
         """
-        require_str("text", text)
-        if text_pair is not None:
+        if text_pair is not None:           # (tokenize checks that text is a str)
             require_str("text_pair", text_pair)
-        if max_length is not None:
-            require_int("max_length", max_length)
-        if padding is not None:
-            require_int("padding", padding, minimum=0)
-        a = self._tokens_to_ids(self.tokenize(text))
+        a = self.convert_tokens_to_ids(self.tokenize(text))
         # text_pair="" is an empty second segment ([CLS] A [SEP] [SEP]); Hugging Face treats
         # an empty string like None. Only None means "no pair" here.
-        b = None if text_pair is None else self._tokens_to_ids(self.tokenize(text_pair))
+        b = None if text_pair is None else self.convert_tokens_to_ids(self.tokenize(text_pair))
         n_special = 2 if b is None else 3
         if max_length is not None:
             if max_length < n_special:
@@ -422,9 +355,7 @@ class WordPieceTokenizer:
         """Encode a batch, pad to its longest sequence, and return tensors (B, T)."""
         import torch
 
-        if return_tensors not in ("pt", None):
-            raise ValueError(f"return_tensors: expected 'pt' (torch tensors) or None (lists), "
-                             f"got {return_tensors!r}")
+        require_choice("return_tensors", return_tensors, ("pt", None))      # tensors or lists
         if isinstance(texts, str):
             texts = [texts]
             text_pairs = None if text_pairs is None else [require_str("text_pairs", text_pairs)]
@@ -459,13 +390,7 @@ class WordPieceTokenizer:
         are not recoverable: decode(encode(text)) is the normalised text, not the original.
         """
         if hasattr(ids, "tolist"):
-            if getattr(ids, "ndim", 1) > 1:
-                raise ValueError(f"ids: expected a 1-D sequence of ids, got shape {tuple(ids.shape)} "
-                                 f"(decode one row at a time: ids[0])")
             ids = ids.tolist()
-        if isinstance(ids, Mapping):
-            raise ValueError(f"ids: expected a list of token ids, got a dict with keys {sorted(ids)[:4]} "
-                             f"(pass encoding['input_ids'])")
         if isinstance(ids, (int, str)):
             # convert_ids_to_tokens(7592) is one token; decode reads a sequence of ids
             raise ValueError(f"ids: expected a list of token ids, got {type(ids).__name__} {ids!r:.30} "
@@ -485,27 +410,12 @@ class WordPieceTokenizer:
         return "".join(pieces)
 
 
-def _as_id(value, k: int) -> int:
-    """ids[k] as an int: an int, a numpy int or a 0-d integer tensor; a float (5.7), a str ('5')
-    or a bool is refused rather than truncated, parsed or read as 0/1."""
-    if isinstance(value, bool) or isinstance(value, (float, str, bytes)):
-        raise ValueError(f"ids[{k}]: expected an int token id, got {type(value).__name__} {value!r:.30}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise ValueError(f"ids[{k}]: expected an int token id, got {type(value).__name__} {value!r:.30}") from None
-
-
 def truncate_longest_first(a: list, b: list | None, budget: int) -> tuple[list, list | None]:
     """Cut `a` (and `b`) to at most `budget` items in total, taking from the longer side.
 
     The closed form of Hugging Face `tokenizers`' LongestFirst strategy (see `encode`).
     """
-    require_int("budget", budget, minimum=0)
-    for name, ids in (("a", a), ("b", b)):
-        if isinstance(ids, (str, bytes)) or (ids is not None or name == "a") \
-                and not (isinstance(ids, Sequence) or hasattr(ids, "__len__") and hasattr(ids, "__getitem__")):
-            raise ValueError(f"{name}: expected a list of ids, got {type(ids).__name__} {ids!r:.30}")
+    require_int("budget", budget, minimum=0)      # a[:-1] would cut from the other end
     if b is None:
         return a[:budget], None
     if len(a) + len(b) <= budget:
@@ -526,28 +436,20 @@ def truncate_longest_first(a: list, b: list | None, budget: int) -> tuple[list, 
 
 def word_counts(texts: Iterable[str], lowercase: bool = True) -> Counter:
     """How often each pre-tokenized word occurs: the trainers only ever look at these."""
-    refuse_one_text("texts", texts)
-    if not isinstance(texts, Iterable):
-        raise ValueError(f"texts: expected a list of str, got {type(texts).__name__}")
+    refuse_one_text("texts", texts)                 # one str would be read character by character
     counts = Counter()
-    for i, text in enumerate(texts):
-        require_str(f"texts[{i}]", text)
+    for text in texts:
         counts.update(basic_tokenize(text, lowercase=lowercase))
     return counts
 
 
 def split_word(word: str, prefix: str = PREFIX) -> tuple[str, ...]:
     """The starting segmentation: "low" -> ("l", "##o", "##w")."""
-    if not isinstance(word, str) or not word:
-        raise ValueError(f"word: expected a non-empty str, got {type(word).__name__} {word!r:.30}")
     return (word[0],) + tuple(prefix + c for c in word[1:])
 
 
 def merge_symbols(a: str, b: str, prefix: str = PREFIX) -> str:
     """("l", "##o") -> "lo"; ("##o", "##w") -> "##ow"."""
-    if not (isinstance(a, str) and isinstance(b, str)):
-        name, value = ("a", a) if not isinstance(a, str) else ("b", b)
-        raise ValueError(f"{name}: expected a str symbol, got {type(value).__name__} {value!r:.30}")
     return a + (b[len(prefix):] if prefix and b.startswith(prefix) else b)
 
 
@@ -642,16 +544,8 @@ class _MergeState:
 
 
 def _train(texts, vocab_size, use_score, special_tokens, prefix, lowercase):
-    require_positive_int("vocab_size", vocab_size)
     refuse_one_text("special_tokens", special_tokens)
-    if not isinstance(special_tokens, Iterable):
-        raise ValueError(f"special_tokens: expected a list of str, got {type(special_tokens).__name__}")
     special_tokens = list(special_tokens)
-    for i, token in enumerate(special_tokens):
-        require_str(f"special_tokens[{i}]", token)
-        if token in special_tokens[:i]:
-            raise ValueError(f"special_tokens: expected distinct tokens, got {token!r} twice")
-    require_str("prefix", prefix)
     counts = word_counts(texts, lowercase=lowercase)
     if not counts:
         raise ValueError("texts: expected text with at least one word, got none")
@@ -699,28 +593,10 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int, special_tokens=SPECIA
 def bpe_encode_word(word: str, merges: Sequence[tuple[str, str]], prefix: str = PREFIX,
                     ranks: Mapping[tuple[str, str], int] | None = None) -> list[str]:
     """Segment one word by replaying the merges: always apply the earliest-learned merge that
-    occurs in the word, until none does."""
-    require_str("word", word)
-    if not word or len(word.split()) != 1:
-        raise ValueError(f"word: expected one word without spaces, got {word!r:.60} "
-                         f"(split text into words first: basic_tokenize(text))")
+    occurs in the word, until none does. `ranks` ({pair: its index in merges}) saves building
+    it again for every word (BPETokenizer keeps one)."""
     if ranks is None:
-        _require_merges(merges)
-        ranks = {pair: r for r, pair in enumerate(merges)}
-    return _bpe_encode_word(word, prefix, ranks)
-
-
-def _require_merges(merges) -> None:
-    if isinstance(merges, (str, Mapping)) or not isinstance(merges, Iterable):
-        raise ValueError(f"merges: expected a list of (left, right) pairs, got {type(merges).__name__}")
-    for i, m in enumerate(merges):
-        if isinstance(m, str) or not isinstance(m, Sequence) or len(m) != 2 \
-                or not all(isinstance(x, str) for x in m):
-            raise ValueError(f"merges[{i}]: expected a (left, right) pair of str, got {m!r:.40}")
-
-
-def _bpe_encode_word(word: str, prefix: str, ranks: Mapping[tuple[str, str], int]) -> list[str]:
-    """`bpe_encode_word` without the argument checks."""
+        ranks = {tuple(pair): r for r, pair in enumerate(merges)}
     symbols = list(split_word(word, prefix))
     while len(symbols) > 1:
         pairs = [(ranks.get(p, len(ranks)), k) for k, p in enumerate(zip(symbols, symbols[1:]))]
@@ -749,18 +625,15 @@ class BPETokenizer:
     def __init__(self, vocab, merges, prefix: str = PREFIX, lowercase: bool = True,
                  unk_token: str = "[UNK]"):
         self.vocab = load_vocab(vocab)
-        _require_in_vocab("unk_token", unk_token, self.vocab)
-        merges = list(merges) if isinstance(merges, Iterable) and not isinstance(merges, (str, Mapping)) else merges
-        _require_merges(merges)
+        _require_in_vocab("unk_token", unk_token, self.vocab)        # (vocab, merges), in that order
         self.merges = [tuple(m) for m in merges]
         self.ranks = {pair: r for r, pair in enumerate(self.merges)}
         self.prefix, self.lowercase, self.unk_token = prefix, lowercase, unk_token
 
     def tokenize(self, text: str) -> list[str]:
-        require_str("text", text)
         tokens = []
         for word in basic_tokenize(text, lowercase=self.lowercase):
-            pieces = _bpe_encode_word(word, self.prefix, self.ranks)
+            pieces = bpe_encode_word(word, self.merges, self.prefix, self.ranks)
             tokens += [p if p in self.vocab else self.unk_token for p in pieces]
         return tokens
 

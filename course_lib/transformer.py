@@ -20,75 +20,37 @@ from .attention import MultiHeadAttention
 from .embedding import ScaledEmbedding
 from .layernorm import LayerNorm
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from .validation import (is_int, require_attention_mask, require_bool_mask, require_divisible,
-                         require_id, require_ids, require_input_dtype, require_int, require_positive,
-                         require_positive_int, require_probability, require_rank, require_size,
-                         shape_str)
+from .validation import (is_int, require_attention_mask, require_choice, require_divisible, require_id,
+                         require_instance, require_int, require_positive, require_positive_int,
+                         require_probability, require_same_batch, require_token_ids)
 
 
 # --------------------------------------------------------------------------- masks
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
     """(T, T) bool, True on and below the diagonal: query i may attend to keys 0..i."""
-    require_positive_int("T", T)
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
-def padding_mask(attention_mask, like=None, *, name: str = "attention_mask",
-                 like_name: str = "input_ids") -> torch.Tensor | None:
+def padding_mask(attention_mask) -> torch.Tensor | None:
     """(B, T) attention_mask (1/True = real token, 0/False = padding) -> (B, 1, 1, T) bool.
 
     The result broadcasts over heads and queries: every query may attend to the real keys.
-    `like`: the (B, T) ids the mask belongs to, whose shape it must have (`like_name` names them
-    in the error); `name` is the argument's name. None (no mask) gives None. The one place
-    that turns an attention_mask into an attention mask: every model of the course calls it.
+    None (no mask) gives None. The one place that turns an attention_mask into an attention
+    mask: every model of the course calls it, after checking the mask at its entry
+    (`course_lib.validation.require_attention_mask`).
     """
-    if attention_mask is None:
-        return None
-    require_attention_mask(name, attention_mask, like, like_name)
-    return attention_mask.bool()[:, None, None, :]                      # (B, 1, 1, T)
-
-
-def _check_mask(name, mask, B, n_heads, T_q, T_k):
-    if mask is not None:
-        require_bool_mask(name, mask, (B, n_heads, T_q, T_k), "(B, n_heads, T_q, T_k)")
-
-
-def _check_input(name, x, layer):
-    require_rank(name, x, rank=3, layout="(B, T, d_model)")
-    require_size(name, x, -1, layer.d_model, "d_model")
-    require_input_dtype(name, x, layer.linear1)
-
-
-def _check_layer_sizes(d_model, n_heads, d_ff, dropout, layer_norm_eps):
-    """A layer's constructor arguments, named as the caller wrote them (MultiHeadAttention checks
-    n_heads divides d_model)."""
-    require_positive_int("d_model", d_model)
-    require_positive_int("n_heads", n_heads)
-    require_positive_int("d_ff", d_ff)
-    require_probability("dropout", dropout)
-    require_positive("layer_norm_eps", layer_norm_eps)
+    return None if attention_mask is None else attention_mask.bool()[:, None, None, :]
 
 
 def _check_config_sizes(config):
     """A config's layer sizes, checked when the config is made (not first when a model is built)."""
-    _check_layer_sizes(config.d_model, config.n_heads, config.d_ff, config.dropout,
-                       config.layer_norm_eps)
+    for name in ("d_model", "n_heads", "d_ff"):
+        require_positive_int(name, getattr(config, name))
+    require_probability("dropout", config.dropout)
+    require_positive("layer_norm_eps", config.layer_norm_eps)
     require_divisible("d_model", config.d_model, "n_heads", config.n_heads)
     get_activation(config.activation)                                   # names the bad activation
-
-
-def _check_ids(name, ids, vocab_size, max_len=None):
-    """(B, T) token ids of the model's vocabulary (one pass over the ids, before the embedding),
-    at least one position and, with `max_len`, at most that many (the position table's rows)."""
-    require_rank(name, ids, rank=2, layout="(B, T)")
-    T = ids.shape[1]
-    if T == 0:
-        raise ValueError(f"{name}: expected at least one position, got shape {shape_str(ids)}")
-    if max_len is not None and T > max_len:
-        raise ValueError(f"{name}: sequence length {T} exceeds max_len={max_len} "
-                         f"(the position table has {max_len} rows)")
-    require_ids(name, ids, vocab_size)
 
 
 # --------------------------------------------------------------------------- layers
@@ -146,11 +108,8 @@ class EncoderLayer(nn.Module):
                  *, attention_dropout: float | None = None, activation_dropout: float | None = None,
                  fused: bool = False):
         super().__init__()
-        _check_layer_sizes(d_model, n_heads, d_ff, dropout, layer_norm_eps)
         attention_dropout = dropout if attention_dropout is None else attention_dropout
         activation_dropout = dropout if activation_dropout is None else activation_dropout
-        require_probability("attention_dropout", attention_dropout)
-        require_probability("activation_dropout", activation_dropout)
         norm = nn.LayerNorm if fused else LayerNorm
         self.d_model, self.n_heads, self.norm_first = d_model, n_heads, norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=attention_dropout)
@@ -179,14 +138,6 @@ class EncoderLayer(nn.Module):
         return self._forward(x, mask, None, need_weights=True)
 
     def _forward(self, x, mask, packing, need_weights):
-        if packing is None:
-            _check_input("x", x, self)
-            B, T = x.shape[:2]
-        else:
-            require_rank("x", x, rank=2, layout="(N, d_model): the real tokens of a packed batch")
-            require_size("x", x, -1, self.d_model, "d_model")
-            B, T = packing.batch_size, packing.seq_len
-        _check_mask("mask", mask, B, self.n_heads, T, T)
         if self.norm_first:
             a, weights = self._sa_block(self.norm1(x), mask, packing, need_weights)
             x = x + a
@@ -221,7 +172,6 @@ class DecoderLayer(nn.Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
         super().__init__()
-        _check_layer_sizes(d_model, n_heads, d_ff, dropout, layer_norm_eps)
         self.d_model, self.n_heads, self.norm_first = d_model, n_heads, norm_first
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.multihead_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
@@ -243,14 +193,6 @@ class DecoderLayer(nn.Module):
         with a target padding_mask by `&`. memory_mask: broadcastable to (B, n_heads, T, S),
         usually padding_mask(src_attention_mask). Returns (B, T, d_model).
         """
-        _check_input("x", x, self)
-        _check_input("memory", memory, self)
-        if memory.shape[0] != x.shape[0]:
-            raise ValueError(f"memory: batch size {memory.shape[0]} differs from x's {x.shape[0]}, "
-                             f"got shape {shape_str(memory)}")
-        B, T, S = x.shape[0], x.shape[1], memory.shape[1]
-        _check_mask("self_mask", self_mask, B, self.n_heads, T, T)
-        _check_mask("memory_mask", memory_mask, B, self.n_heads, T, S)
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), self_mask)
             x = x + self._ca_block(self.norm2(x), memory, memory_mask)
@@ -280,9 +222,7 @@ def torch_to_course_state_dict(state_dict: dict) -> dict:
     `in_proj_weight` (3·d_model, d_model) in the order q, k, v; the course keeps
     `q_proj`, `k_proj`, `v_proj`. Every other key (out_proj, linear1, norm1, ...) is unchanged.
     """
-    if not isinstance(state_dict, dict):
-        raise ValueError(f"state_dict: expected a dict name -> tensor (module.state_dict()), "
-                         f"got {type(state_dict).__name__}")
+    require_instance("state_dict", state_dict, dict, "a dict name -> tensor (module.state_dict())")
     out = {}
     for key, value in state_dict.items():
         prefix, _, leaf = key.rpartition("in_proj_")
@@ -304,7 +244,6 @@ class TransformerEncoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
         super().__init__()
-        require_int("n_layers", n_layers, minimum=0)
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
             for _ in range(n_layers))
@@ -332,7 +271,6 @@ class TransformerDecoder(nn.Module):
     def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "relu", norm_first: bool = False, layer_norm_eps: float = 1e-5):
         super().__init__()
-        require_int("n_layers", n_layers, minimum=0)
         self.layers = nn.ModuleList(
             DecoderLayer(d_model, n_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
             for _ in range(n_layers))
@@ -376,6 +314,9 @@ class TransformerConfig:
             require_int(name, getattr(self, name), minimum=0)
         require_id("pad_id", self.pad_id, self.tgt_vocab_size, "tgt_vocab_size")
         _check_config_sizes(self)
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError(f"share_embeddings: needs src_vocab_size == tgt_vocab_size, got "
+                             f"{self.src_vocab_size} and {self.tgt_vocab_size}")
 
 
 class Transformer(nn.Module):
@@ -387,12 +328,7 @@ class Transformer(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        if not isinstance(config, TransformerConfig):
-            raise ValueError(f"config: expected a TransformerConfig, got {type(config).__name__}")
-        c = self.config = config
-        if c.share_embeddings and c.src_vocab_size != c.tgt_vocab_size:
-            raise ValueError(f"share_embeddings: needs src_vocab_size == tgt_vocab_size, got "
-                             f"{c.src_vocab_size} and {c.tgt_vocab_size}")
+        c = self.config = require_instance("config", config, TransformerConfig)
         self.src_embed = ScaledEmbedding(c.src_vocab_size, c.d_model, scale=c.scale_embeddings)
         self.tgt_embed = (self.src_embed if c.share_embeddings else
                           ScaledEmbedding(c.tgt_vocab_size, c.d_model, scale=c.scale_embeddings))
@@ -409,25 +345,20 @@ class Transformer(nn.Module):
 
     def encode(self, src, src_attention_mask=None):
         """src: (B, S) ids; src_attention_mask: (B, S) 1 = token, 0 = padding -> (B, S, d_model)."""
-        _check_ids("src", src, self.config.src_vocab_size, self.config.max_len)
+        require_token_ids("src", src, self.config.src_vocab_size, self.config.max_len)
+        if src_attention_mask is not None:
+            require_attention_mask("src_attention_mask", src_attention_mask, src, "src")
         x = self.embed_dropout(self.pos(self.src_embed(src)))          # (B, S, d_model)
-        mask = padding_mask(src_attention_mask, src, name="src_attention_mask", like_name="src")  # (B, 1, 1, S)
-        return self.encoder(x, mask)
+        return self.encoder(x, padding_mask(src_attention_mask))       # mask (B, 1, 1, S)
 
     def decode(self, tgt_in, memory, src_attention_mask=None, tgt_attention_mask=None):
         """tgt_in: (B, T) ids, memory: (B, S, d_model) -> logits (B, T, tgt_vocab_size)."""
-        _check_ids("tgt_in", tgt_in, self.config.tgt_vocab_size, self.config.max_len)
-        require_rank("memory", memory, rank=3, layout="(B, S, d_model): the output of encode")
-        if memory.shape[0] != tgt_in.shape[0]:
-            raise ValueError(f"tgt_in: batch size {tgt_in.shape[0]} differs from memory's "
-                             f"{memory.shape[0]} (shapes {shape_str(tgt_in)} and {shape_str(memory)})")
-        T = tgt_in.shape[-1]
-        self_mask = causal_mask(T, device=tgt_in.device)               # (T, T)
+        require_token_ids("tgt_in", tgt_in, self.config.tgt_vocab_size, self.config.max_len)
+        self_mask = causal_mask(tgt_in.shape[-1], device=tgt_in.device)  # (T, T)
         if tgt_attention_mask is not None:
-            self_mask = self_mask & padding_mask(tgt_attention_mask, tgt_in, name="tgt_attention_mask",
-                                                 like_name="tgt_in")
-        memory_mask = padding_mask(src_attention_mask, memory.shape[:2], name="src_attention_mask",
-                                   like_name="src")
+            require_attention_mask("tgt_attention_mask", tgt_attention_mask, tgt_in, "tgt_in")
+            self_mask = self_mask & padding_mask(tgt_attention_mask)     # (B, 1, T, T)
+        memory_mask = padding_mask(src_attention_mask)                  # (B, 1, 1, S)
         y = self.embed_dropout(self.pos(self.tgt_embed(tgt_in)))        # (B, T, d_model)
         y = self.decoder(y, memory, self_mask, memory_mask)
         return self.lm_head(y)                                          # (B, T, tgt_vocab_size)
@@ -435,10 +366,7 @@ class Transformer(nn.Module):
     def forward(self, src, tgt_in, src_attention_mask=None, tgt_attention_mask=None):
         """Teacher-forced logits (B, T, tgt_vocab_size) for the next token at every position."""
         memory = self.encode(src, src_attention_mask)
-        require_rank("tgt_in", tgt_in, rank=2, layout="(B, T)")
-        if tgt_in.shape[0] != src.shape[0]:
-            raise ValueError(f"tgt_in: batch size {tgt_in.shape[0]} differs from src's {src.shape[0]} "
-                             f"(shapes {shape_str(tgt_in)} and {shape_str(src)})")
+        require_same_batch("tgt_in", tgt_in, "src", src)     # memory of batch 1 would broadcast
         return self.decode(tgt_in, memory, src_attention_mask, tgt_attention_mask)
 
     @torch.no_grad()
@@ -452,9 +380,9 @@ class Transformer(nn.Module):
         if not is_int(max_len) or not 1 <= max_len <= self.config.max_len:
             raise ValueError(f"max_len: expected 1..{self.config.max_len} (the position table), "
                              f"got {max_len!r}")
-        require_id("bos_id", bos_id, self.config.tgt_vocab_size, "tgt_vocab_size")
-        if eos_id is not None:
-            require_id("eos_id", eos_id, self.config.tgt_vocab_size, "tgt_vocab_size")
+        for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+            if value is not None:
+                require_id(name, value, self.config.tgt_vocab_size, "tgt_vocab_size")
         was_training = self.training
         self.eval()
         memory = self.encode(src, src_attention_mask)                   # encoded once
@@ -501,8 +429,7 @@ class CausalLMConfig:
         require_positive_int("max_len", self.max_len)
         require_int("n_layers", self.n_layers, minimum=0)
         _check_config_sizes(self)
-        if self.positions not in ("learned", "sinusoidal"):
-            raise ValueError(f"positions: expected 'learned' or 'sinusoidal', got {self.positions!r}")
+        require_choice("positions", self.positions, ("learned", "sinusoidal"))
 
 
 class CausalLM(nn.Module):
@@ -511,11 +438,7 @@ class CausalLM(nn.Module):
 
     def __init__(self, config: CausalLMConfig):
         super().__init__()
-        if not isinstance(config, CausalLMConfig):
-            raise ValueError(f"config: expected a CausalLMConfig, got {type(config).__name__}")
-        c = self.config = config
-        if c.positions not in ("learned", "sinusoidal"):
-            raise ValueError(f"positions: expected 'learned' or 'sinusoidal', got {c.positions!r}")
+        c = self.config = require_instance("config", config, CausalLMConfig)
         self.embed = ScaledEmbedding(c.vocab_size, c.d_model, scale=c.scale_embeddings)
         self.pos = (LearnedPositionalEmbedding(c.max_len, c.d_model) if c.positions == "learned"
                     else SinusoidalPositionalEncoding(c.d_model, c.max_len))
@@ -540,17 +463,18 @@ class CausalLM(nn.Module):
         return self.lm_head(x), weights
 
     def _embed(self, input_ids, attention_mask):
-        _check_ids("input_ids", input_ids, self.config.vocab_size, self.config.max_len)
+        require_token_ids("input_ids", input_ids, self.config.vocab_size, self.config.max_len)
         mask = causal_mask(input_ids.shape[1], device=input_ids.device)     # (T, T)
         if attention_mask is not None:
-            mask = mask & padding_mask(attention_mask, input_ids)             # (B, 1, T, T)
+            require_attention_mask("attention_mask", attention_mask, input_ids)
+            mask = mask & padding_mask(attention_mask)                        # (B, 1, T, T)
         return self.embed_dropout(self.pos(self.embed(input_ids))), mask    # (B, T, d_model)
 
     @torch.no_grad()
     def generate(self, input_ids, max_new_tokens: int):
         """Greedy continuation: (B, T) -> (B, T + max_new_tokens). Eval mode, restored after."""
         require_int("max_new_tokens", max_new_tokens, minimum=0)
-        _check_ids("input_ids", input_ids, self.config.vocab_size)      # also when max_new_tokens=0
+        require_token_ids("input_ids", input_ids, self.config.vocab_size)  # also when max_new_tokens=0
         was_training = self.training
         self.eval()
         for _ in range(max_new_tokens):

@@ -27,9 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .validation import is_int  # an int or a numpy integer, not a bool
-from .validation import (require_divisible, require_ids, require_input_dtype, require_int, require_positive_int,
-                         require_rank, require_same_dtype, require_size, require_tensor, shape_str)
+from .validation import (require_choice, require_divisible, require_int, require_positive_int,
+                         require_same_dtype, require_token_ids, shape_str)
 
 # "absolute": sinusoids of 0..T-1 added to every segment (each segment restarts at 0);
 # "absolute, counting": positions continue across segments (the caller passes the segment's offset)
@@ -44,10 +43,6 @@ def relative_sinusoid(klen: int, d_model: int, device=None) -> torch.Tensor:
     As in the reference implementation the sines fill the first half of the columns and the
     cosines the second half; distance 0 sits in the last row.
     """
-    klen = require_positive_int("klen", klen)                  # numpy ints too, not bools
-    if not is_int(d_model) or d_model < 2 or d_model % 2:
-        raise ValueError(f"d_model: expected an even int >= 2, got {d_model!r}")
-    d_model = int(d_model)
     distance = torch.arange(klen - 1, -1, -1, dtype=torch.float64, device=device)     # (klen,)
     inv_freq = 1.0 / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64, device=device) / d_model)
     angle = distance[:, None] * inv_freq[None, :]                                     # (klen, d/2)
@@ -67,9 +62,8 @@ def rel_shift(x: torch.Tensor) -> torch.Tensor:
     block as (K + 1, Q), drop the first row, read it back as (Q, K). Each row ends up shifted
     left by one more than the row above: no gather, no index tensor.
     """
-    require_rank("x", x, min_rank=2, layout="(..., Q, K)")
     Q, K = x.shape[-2], x.shape[-1]
-    if K < Q:
+    if K < Q:           # the reshapes would go through and return garbage
         raise ValueError(f"x: expected K >= Q (keys = memory + queries), got shape {shape_str(x)}")
     padded = F.pad(x, (1, 0))                                               # (..., Q, K + 1)
     padded = padded.reshape(*x.shape[:-2], K + 1, Q)                        # (..., K + 1, Q)
@@ -81,10 +75,7 @@ def rel_shift_by_index(x: torch.Tensor) -> torch.Tensor:
 
     Entries with j > i + K - Q are 0 here.
     """
-    require_rank("x", x, min_rank=2, layout="(..., Q, K)")
     Q, K = x.shape[-2], x.shape[-1]
-    if K < Q:
-        raise ValueError(f"x: expected K >= Q (keys = memory + queries), got shape {shape_str(x)}")
     i = torch.arange(Q, device=x.device)[:, None]
     j = torch.arange(K, device=x.device)[None, :]
     column = j + Q - 1 - i                                                  # (Q, K)
@@ -95,8 +86,6 @@ def rel_shift_by_index(x: torch.Tensor) -> torch.Tensor:
 
 def memory_mask(query_len: int, mem_len: int, device=None) -> torch.Tensor:
     """(Q, M + Q) bool, True = may attend: query i sees all M memory slots and segment keys <= i."""
-    query_len = require_positive_int("query_len", query_len)
-    mem_len = require_int("mem_len", mem_len, minimum=0)
     i = torch.arange(query_len, device=device)[:, None]
     j = torch.arange(mem_len + query_len, device=device)[None, :]
     return j <= i + mem_len
@@ -109,12 +98,7 @@ def update_memory(memory: torch.Tensor, hidden: torch.Tensor, mem_len: int) -> t
     empty (B, 0, d) memory (a vanilla Transformer). Detached: the gradient stops at the segment
     boundary, so training costs one segment of backpropagation however long the memory reaches.
     """
-    require_rank("memory", memory, rank=3, layout="(B, M, d_model)")
-    require_rank("hidden", hidden, rank=3, layout="(B, T, d_model)")
-    if memory.shape[0] != hidden.shape[0] or memory.shape[2] != hidden.shape[2]:
-        raise ValueError(f"memory: expected (B, M, d_model) with B, d_model of hidden "
-                         f"{shape_str(hidden)}, got shape {shape_str(memory)}")
-    mem_len = require_int("mem_len", mem_len, minimum=0)
+    require_int("mem_len", mem_len, minimum=0)       # a negative one would keep nothing
     if memory.shape[1]:       # torch.cat would silently promote float32 memory to float64 (an
         require_same_dtype("hidden", hidden, "memory", memory)     # empty one has no values)
     both = torch.cat([memory, hidden], dim=1)                               # (B, M + T, d)
@@ -133,8 +117,6 @@ class RelativeMultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int):
         super().__init__()
-        require_positive_int("d_model", d_model)
-        require_positive_int("n_heads", n_heads)
         require_divisible("d_model", d_model, "n_heads", n_heads)
         self.n_heads, self.head_dim = n_heads, d_model // n_heads
         self.q_net = nn.Linear(d_model, d_model, bias=False)        # W_q
@@ -145,43 +127,11 @@ class RelativeMultiHeadAttention(nn.Module):
         self.out = nn.Linear(d_model, d_model, bias=False)
         self.d_model = d_model
 
-    def _check(self, h, memory=None, pos_emb=None, memory_name="memory"):
-        """Shapes and dtypes only (metadata: free in a training loop)."""
-        d = self.d_model
-        require_rank("h", h, rank=3, layout="(B, T, d_model)")
-        require_size("h", h, -1, d, "d_model")
-        require_input_dtype("h", h, self.q_net)
-        if memory is not None:
-            require_rank(memory_name, memory, rank=3, layout="(B, M, d_model)")
-            if memory.shape[0] != h.shape[0] or memory.shape[2] != d:
-                raise ValueError(f"{memory_name}: expected shape ({h.shape[0]}, M, {d}) like h's batch "
-                                 f"and d_model, got {shape_str(memory)}")
-            if memory.shape[1]:                   # an empty memory (empty_memory) has no values
-                require_same_dtype(memory_name, memory, "h", h)
-        if pos_emb is not None:
-            klen = h.shape[1] + (memory.shape[1] if memory is not None else 0)
-            require_rank("pos_emb", pos_emb, rank=2, layout="(M + T, d_model)")
-            if tuple(pos_emb.shape) != (klen, d):
-                raise ValueError(f"pos_emb: expected shape (M + T, d_model) = ({klen}, {d}), "
-                                 f"got {shape_str(pos_emb)}")
-            require_same_dtype("pos_emb", pos_emb, "h", h)
-
     def _heads(self, x):                                            # (B, L, d) -> (B, H, L, dh)
         return x.view(x.shape[0], x.shape[1], self.n_heads, self.head_dim).transpose(1, 2)
 
     def scores(self, h, context, pos_emb=None):
         """Pre-softmax scores (B, H, T, M + T) of queries h over keys context = [memory; h]."""
-        self._check(h)
-        require_rank("context", context, rank=3, layout="(B, M + T, d_model)")
-        if context.shape[0] != h.shape[0] or context.shape[2] != self.d_model or context.shape[1] < h.shape[1]:
-            raise ValueError(f"context: expected shape ({h.shape[0]}, M + T, {self.d_model}) with "
-                             f"M + T >= T={h.shape[1]}, got {shape_str(context)}")
-        require_same_dtype("context", context, "h", h)
-        if pos_emb is not None:
-            require_rank("pos_emb", pos_emb, rank=2, layout="(M + T, d_model)")
-            if tuple(pos_emb.shape) != (context.shape[1], self.d_model):
-                raise ValueError(f"pos_emb: expected shape (M + T, d_model) = "
-                                 f"({context.shape[1]}, {self.d_model}), got {shape_str(pos_emb)}")
         k, _ = self.kv_net(context).chunk(2, dim=-1)
         return self._scores(h, self._heads(k), pos_emb)
 
@@ -195,9 +145,8 @@ class RelativeMultiHeadAttention(nn.Module):
         return (ac + bd) / math.sqrt(self.head_dim)
 
     def forward(self, h, memory, pos_emb=None):
-        """h: (B, T, d), memory: (B, M, d), pos_emb: (M + T, d) or None -> (B, T, d)."""
-        require_tensor("memory", memory)          # (B, 0, d) for no memory, not None
-        self._check(h, memory, pos_emb)
+        """h: (B, T, d), memory: (B, M, d) ((B, 0, d) for none), pos_emb: (M + T, d) or None
+        -> (B, T, d)."""
         context = torch.cat([memory, h], dim=1)                     # (B, M+T, d)
         M, T = memory.shape[1], h.shape[1]
         k, v = self.kv_net(context).chunk(2, dim=-1)                # one projection for keys and values
@@ -212,16 +161,11 @@ class XLLayer(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int):
         super().__init__()
-        require_positive_int("d_model", d_model)
-        require_positive_int("n_heads", n_heads)
-        require_positive_int("d_ff", d_ff)
         self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.attn = RelativeMultiHeadAttention(d_model, n_heads)
         self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
 
     def forward(self, h, memory, pos_emb=None):
-        require_tensor("memory", memory)
-        self.attn._check(h, memory, pos_emb)      # before the LayerNorms, which would fail first
         h = h + self.attn(self.ln_1(h), self.ln_1(memory), pos_emb)
         return h + self.ff(self.ln_2(h))
 
@@ -238,6 +182,16 @@ class TransformerXLConfig:
     mem_len: int = 16             # 0: a vanilla Transformer LM (each segment on its own)
     positions: str = "relative"   # or "absolute" / "absolute, counting": see POSITIONS
 
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff"):
+            require_positive_int(name, getattr(self, name))
+        for name in ("n_layers", "mem_len"):
+            require_int(name, getattr(self, name), minimum=0)
+        require_divisible("d_model", self.d_model, "n_heads", self.n_heads)
+        if self.d_model % 2:
+            raise ValueError(f"d_model: expected an even number (sine/cosine pairs), got {self.d_model}")
+        require_choice("positions", self.positions, POSITIONS)
+
 
 class TransformerXL(nn.Module):
     """A decoder-only LM over segments, with per-layer memory.
@@ -248,14 +202,6 @@ class TransformerXL(nn.Module):
 
     def __init__(self, config: TransformerXLConfig):
         super().__init__()
-        if config.positions not in POSITIONS:
-            raise ValueError(f"config.positions: expected one of {POSITIONS}, got {config.positions!r}")
-        require_int("config.mem_len", config.mem_len, minimum=0)      # numpy ints too, not bools
-        for name in ("vocab_size", "d_model", "n_heads", "d_ff"):
-            require_positive_int(f"config.{name}", getattr(config, name))
-        require_int("config.n_layers", config.n_layers, minimum=0)
-        if config.d_model % 2:
-            raise ValueError(f"config.d_model: expected an even number (sine/cosine pairs), got {config.d_model}")
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         self.layers = nn.ModuleList(XLLayer(config.d_model, config.n_heads, config.d_ff)
@@ -264,39 +210,22 @@ class TransformerXL(nn.Module):
         self.head = nn.Linear(config.d_model, config.vocab_size)
 
     def empty_memory(self, batch_size: int, device=None) -> list[torch.Tensor]:
-        require_positive_int("batch_size", batch_size)
         return [torch.zeros(batch_size, 0, self.config.d_model, device=device)
                 for _ in range(self.config.n_layers)]
-
-    def _check_memory(self, memory, input_ids):
-        if not isinstance(memory, (list, tuple)) or len(memory) != self.config.n_layers:
-            raise ValueError(f"memory: expected a list of {self.config.n_layers} tensors (one per "
-                             f"layer), got {type(memory).__name__} of length "
-                             f"{len(memory) if isinstance(memory, (list, tuple)) else '-'}")
-        B = input_ids.shape[0]
-        for n, m in enumerate(memory):
-            require_rank(f"memory[{n}]", m, rank=3, layout="(B, M, d_model)")
-            if m.shape[0] != B or m.shape[2] != self.config.d_model or m.shape[1] != memory[0].shape[1]:
-                raise ValueError(f"memory[{n}]: expected shape ({B}, M, {self.config.d_model}) with "
-                                 f"the same M in every layer, got {shape_str(m)}")
-            if m.shape[1] and m.dtype != self.embed.weight.dtype:
-                raise ValueError(f"memory[{n}]: expected dtype {self.embed.weight.dtype} (the model's "
-                                 f"parameters), got {m.dtype}")
 
     def forward(self, input_ids, memory=None, position_offset: int = 0):
         """input_ids: (B, T) -> (logits (B, T, vocab_size), new memory: list of (B, M', d)).
 
         position_offset: the stream position of the segment's first token; only absolute positions
         that keep counting read it (positions position_offset .. position_offset + T - 1)."""
-        require_rank("input_ids", input_ids, rank=2, layout="(B, T)")
-        if input_ids.shape[1] == 0:
-            raise ValueError(f"input_ids: expected at least one position, got shape {shape_str(input_ids)}")
-        require_ids("input_ids", input_ids, self.config.vocab_size)
+        require_token_ids("input_ids", input_ids, self.config.vocab_size)
         require_int("position_offset", position_offset, minimum=0)
         B, T = input_ids.shape
         if memory is None:
             memory = self.empty_memory(B, input_ids.device)
-        self._check_memory(memory, input_ids)
+        if len(memory) != self.config.n_layers:           # zip would silently drop layers
+            raise ValueError(f"memory: expected a list of {self.config.n_layers} tensors (one per "
+                             f"layer), got {len(memory)}")
         M, d = memory[0].shape[1], self.config.d_model
         h = self.embed(input_ids)                                             # (B, T, d)
         if self.config.positions == "relative":

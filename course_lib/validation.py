@@ -1,8 +1,10 @@
-"""Argument checks that fail loudly, naming the argument and the expected vs actual shape.
+"""Argument checks that fail loudly, naming the argument and the expected vs actual value.
 
-Every public function of the course validates its inputs with these helpers so that a
-learner who passes a tensor of the wrong shape gets a sentence, not a broadcasting
-accident or a cryptic matmul error three calls deeper.
+Arguments are checked where a user enters (CONTRIBUTING.md, "Style"): the top-level models'
+forwards, the configs' __post_init__, the public functions a lesson calls - one helper call per
+argument, so that a mistake that would otherwise pass silently (an id past the vocabulary, a
+float mask read as a score bias, a typo read as another option) gets a sentence. The layers
+inside a model check nothing that PyTorch's own error already says.
 """
 from __future__ import annotations
 
@@ -35,13 +37,6 @@ def require_rank(name: str, x, rank: int | None = None, min_rank: int | None = N
     return x
 
 
-def require_size(name: str, x, dim: int, expected: int, what: str) -> None:
-    """Check one dimension, e.g. the feature size of the last axis."""
-    if x.shape[dim] != expected:
-        raise ValueError(f"{name}: expected size {expected} at dim {dim} ({what}), "
-                         f"got shape {shape_str(x)}")
-
-
 def require_bool_mask(name: str, mask, target_shape: tuple[int, ...], layout: str) -> torch.Tensor:
     """A boolean mask (True = may attend) that broadcasts to `target_shape`."""
     require_tensor(name, mask)
@@ -62,9 +57,9 @@ def require_attention_mask(name: str, attention_mask, like=None, like_name: str 
                            floats: bool = False) -> torch.Tensor:
     """A (B, T) attention_mask in Hugging Face's convention, 1 (or True) = token, 0 = padding:
     bool or 0/1 integers (0./1. floats too when `floats`). With `like` (the ids it masks, or
-    their shape) it must have that shape. Every model and pooling of the course reads its
-    attention_mask through this check; `course_lib.transformer.padding_mask` turns it into the
-    (B, 1, 1, T) mask that attention takes."""
+    their shape) it must have that shape. The models check their attention_mask with this at
+    their entry; `course_lib.transformer.padding_mask` then turns it into the (B, 1, 1, T) mask
+    that attention takes. The 0/1 values are read on the CPU only (see `require_ids`)."""
     require_tensor(name, attention_mask)
     if like is not None:
         # the shape of the ids names the rank too, and says more: a (B, 1, 1, T) mask made for
@@ -78,7 +73,7 @@ def require_attention_mask(name: str, attention_mask, like=None, like_name: str 
         return attention_mask
     if attention_mask.is_complex() or (attention_mask.is_floating_point() and not floats):
         raise ValueError(f"{name}: expected 0/1 integers or bool, got {attention_mask.dtype}")
-    if ((attention_mask != 0) & (attention_mask != 1)).any():
+    if attention_mask.device.type == "cpu" and ((attention_mask != 0) & (attention_mask != 1)).any():
         raise ValueError(f"{name}: expected only 0 (padding) and 1 (token) values")
     return attention_mask
 
@@ -86,6 +81,30 @@ def require_attention_mask(name: str, attention_mask, like=None, like_name: str 
 def require_divisible(name: str, value: int, divisor_name: str, divisor: int) -> None:
     if divisor <= 0 or value % divisor != 0:
         raise ValueError(f"{name}={value} must be divisible by {divisor_name}={divisor}")
+
+
+def require_shape(name: str, x, shape, like: str) -> torch.Tensor:
+    """x has exactly `shape`, the shape of `like` (e.g. token_type_ids like input_ids)."""
+    require_tensor(name, x)
+    if tuple(x.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)} like {like}, got {shape_str(x)}")
+    return x
+
+
+def require_instance(name: str, value, cls, what: str | None = None):
+    """value is a `cls` (e.g. a config of the right class, an nn.Module)."""
+    if not isinstance(value, cls):
+        raise ValueError(f"{name}: expected {what or 'a ' + cls.__name__}, got {type(value).__name__}")
+    return value
+
+
+def require_choice(name: str, value, choices):
+    """One of a few named options (an activation, a pooling mode, a strategy)."""
+    choices = tuple(choices)
+    if value not in choices:
+        shown = " or ".join(map(repr, choices)) if len(choices) == 2 else f"one of {choices}"
+        raise ValueError(f"{name}: expected {shown}, got {value!r}")
+    return value
 
 
 # --- scalars ----------------------------------------------------------------------------------
@@ -173,16 +192,11 @@ def require_texts(name: str, value) -> list[str]:
 
 # --- tensors ----------------------------------------------------------------------------------
 
-def require_floating(name: str, x, expected: torch.dtype | None = None) -> torch.Tensor:
-    """A floating-point tensor; with `expected` (a module's parameter dtype), exactly that dtype,
-    so that float64 input meets a float32 layer with a sentence instead of a matmul error."""
+def require_floating(name: str, x) -> torch.Tensor:
+    """A floating-point tensor."""
     require_tensor(name, x)
     if not x.is_floating_point():
-        raise ValueError(f"{name}: expected a floating-point tensor"
-                         f"{f' ({expected})' if expected is not None else ''}, got {x.dtype}")
-    if expected is not None and x.dtype != expected:
-        raise ValueError(f"{name}: expected dtype {expected} (the layer's parameters), got {x.dtype}: "
-                         f"convert with .to({expected})")
+        raise ValueError(f"{name}: expected a floating-point tensor, got {x.dtype}")
     return x
 
 
@@ -190,12 +204,14 @@ def require_ids(name: str, ids, vocab_size: int | None = None, allow: tuple[int,
                 what: str = "vocab_size") -> torch.Tensor:
     """Integer token ids, each in [0, vocab_size) (or one of `allow`, e.g. -100 for ignored labels).
 
-    Checking the range costs one pass over the ids; it is worth it because an id >= vocab_size
-    fails deep inside an embedding ("index out of range in self") or, worse, not at all."""
+    The range costs a pass over the ids, so it is read on the CPU only: there an id >= vocab_size
+    would fail deep inside an embedding ("index out of range in self"). On an accelerator reading
+    the answer back would stall every forward (a device sync); CUDA's own bounds check stops a
+    bad id there."""
     require_tensor(name, ids)
     if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
         raise ValueError(f"{name}: expected integer ids (torch.long), got dtype {ids.dtype}")
-    if ids.numel() and vocab_size is not None:
+    if ids.numel() and vocab_size is not None and ids.device.type == "cpu":
         valid = (ids >= 0) & (ids < vocab_size)
         for value in allow:
             valid |= ids == value
@@ -204,6 +220,20 @@ def require_ids(name: str, ids, vocab_size: int | None = None, allow: tuple[int,
             raise ValueError(f"{name}: ids must be in [0, {what}={vocab_size}){allowed}, got values in "
                              f"[{int(ids.min())}, {int(ids.max())}]")
     return ids
+
+
+def require_token_ids(name: str, ids, vocab_size: int, max_len: int | None = None,
+                      max_name: str = "max_len") -> torch.Tensor:
+    """A model's (B, T) input ids: 2-D, 1 <= T <= max_len (the rows of its position table), each
+    in [0, vocab_size) - the one check at a model's entry."""
+    require_rank(name, ids, rank=2, layout="(B, T)")
+    T = ids.shape[1]
+    if T == 0:
+        raise ValueError(f"{name}: expected at least one position, got shape {shape_str(ids)}")
+    if max_len is not None and T > max_len:
+        raise ValueError(f"{name}: sequence length {T} exceeds {max_name}={max_len} (the position "
+                         f"table has no row {max_len}); truncate or use a sliding window")
+    return require_ids(name, ids, vocab_size)
 
 
 def require_id(name: str, value, vocab_size: int, what: str = "vocab_size") -> int:
@@ -231,30 +261,6 @@ def require_finite_values(name: str, x) -> torch.Tensor:
     return x
 
 
-def weight_dtype(layer) -> torch.dtype | None:
-    """The dtype of `layer.weight` (an nn.Linear's); None when it has no floating weight tensor
-    (a Linear quantised to int8 keeps its weight behind a method)."""
-    weight = getattr(layer, "weight", None)
-    return weight.dtype if isinstance(weight, torch.Tensor) and weight.is_floating_point() else None
-
-
-def _autocast_on(device_type: str) -> bool:
-    try:
-        return torch.is_autocast_enabled(device_type)
-    except RuntimeError:        # a device with no autocast at all ("meta", used to count FLOPs)
-        return False
-
-
-def require_input_dtype(name: str, x, layer) -> torch.Tensor:
-    """x enters `layer`'s matrix product: a floating tensor of the layer weight's dtype, so that
-    float64 (or integer) input gets a sentence, not "mat1 and mat2 must have the same dtype".
-    Under autocast PyTorch casts the operands itself, so any floating dtype goes. Reads only
-    metadata: free in a training loop."""
-    require_tensor(name, x)
-    expected = None if _autocast_on(x.device.type) else weight_dtype(layer)
-    return require_floating(name, x, expected)
-
-
 def require_same_dtype(name: str, x, reference_name: str, reference) -> None:
     """Two tensors that meet in one matrix product have one dtype."""
     if x.dtype != reference.dtype:
@@ -266,9 +272,3 @@ def require_same_batch(name: str, x, reference_name: str, reference) -> None:
     if x.shape[0] != reference.shape[0]:
         raise ValueError(f"{name}: batch size {x.shape[0]} differs from {reference_name}'s "
                          f"{reference.shape[0]} (shapes {shape_str(x)} and {shape_str(reference)})")
-
-
-def require_nonempty(name: str, x) -> None:
-    """A batch with at least one row (and a sequence with at least one position)."""
-    if any(size == 0 for size in x.shape):
-        raise ValueError(f"{name}: expected a non-empty tensor, got shape {shape_str(x)}")

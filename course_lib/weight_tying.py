@@ -15,17 +15,6 @@ from torch import nn
 from .validation import shape_str
 
 
-def _weight(name: str, module) -> nn.Parameter:
-    weight = getattr(module, "weight", None)
-    if not isinstance(module, nn.Module) or not isinstance(weight, nn.Parameter):
-        raise ValueError(f"{name}: expected an nn.Module with a Parameter `weight` "
-                         f"(nn.Embedding, nn.Linear, ...), got {type(module).__name__}")
-    if weight.dim() != 2:
-        raise ValueError(f"{name}.weight: expected a 2-D (vocab_size, d_model) matrix, "
-                         f"got shape {shape_str(weight)}")
-    return weight
-
-
 def tie_weights(embedding: nn.Module, lm_head: nn.Module) -> None:
     """Make `lm_head` use `embedding`'s weight Parameter (the same object, not a copy).
 
@@ -33,15 +22,10 @@ def tie_weights(embedding: nn.Module, lm_head: nn.Module) -> None:
     `nn.Linear(d_model, vocab_size)` has. An output bias, if any, stays `lm_head`'s own (BERT's
     MLM head keeps one). The embedding's values win: lm_head's previous weight is dropped.
     """
-    if isinstance(embedding, nn.Linear) and isinstance(lm_head, nn.Embedding):
-        raise ValueError(f"embedding: expected the input embedding (an nn.Embedding), got an nn.Linear "
-                         f"and lm_head an nn.Embedding: swapped arguments? tie_weights(embedding, lm_head)")
-    if isinstance(lm_head, nn.Embedding):
-        raise ValueError(f"lm_head: expected the output layer (an nn.Linear), got {type(lm_head).__name__}")
-    table = _weight("embedding", embedding)
-    head = _weight("lm_head", lm_head)
-    if head.dtype != table.dtype:
-        raise ValueError(f"lm_head.weight: expected dtype {table.dtype} like embedding.weight, got {head.dtype}")
+    if isinstance(lm_head, nn.Embedding):          # the two have the same shape: nothing else tells
+        raise ValueError("lm_head: expected the output layer (an nn.Linear), got an nn.Embedding "
+                         "- swapped arguments? tie_weights(embedding, lm_head)")
+    table, head = embedding.weight, lm_head.weight
     if head.shape != table.shape:
         hint = " - a transposed layer? nn.Linear(d_model, vocab_size) stores (vocab_size, d_model)" \
             if head.shape == table.shape[::-1] else ""
@@ -55,16 +39,12 @@ def count_parameters(module: nn.Module) -> int:
 
     Summing `module.state_dict()` instead counts a tied matrix once per name.
     """
-    if not isinstance(module, nn.Module):
-        raise ValueError(f"module: expected an nn.Module, got {type(module).__name__}")
     return sum(p.numel() for p in module.parameters())
 
 
 def shared_parameters(module: nn.Module) -> list[list[str]]:
     """Groups of parameter names that refer to one Parameter object, e.g.
     [['embed.weight', 'lm_head.weight']]; [] when nothing is shared."""
-    if not isinstance(module, nn.Module):
-        raise ValueError(f"module: expected an nn.Module, got {type(module).__name__}")
     groups: dict[int, list[str]] = {}
     for name, p in module.named_parameters(remove_duplicate=False):
         groups.setdefault(id(p), []).append(name)

@@ -5,6 +5,8 @@ that starts with the argument's name and says what was expected and what came; h
 (numpy ints, int32 permutations, a float64 model's empty memory, ...) keep working (the end).
 
 Each row: (case id, a call that must fail, the message as a regex), as in test_bad_inputs.py.
+Only the checks at a user's entry stay (see test_bad_inputs.py); an inner layer's argument, or one
+that PyTorch's or Python's own error already names, has no row.
 """
 import math
 
@@ -13,9 +15,8 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib import (albert, bert, cache, complexity, device, distillation, evidence, long_text,
-                        permutation_masks, pooling, positional, quiz, schedules, training, transformer,
-                        transformer_xl, weight_tying)
+from course_lib import (albert, bert, cache, complexity, device, distillation, evidence, permutation_masks,
+                        positional, quiz, schedules, transformer, transformer_xl, weight_tying)
 from course_lib.attention import scaled_dot_product_attention
 
 pytestmark = pytest.mark.unit
@@ -28,9 +29,6 @@ ATTENTION = [
     ("sdpa scale nan", lambda: scaled_dot_product_attention(q, q, q, scale=math.nan), r"^scale: expected a finite number, got nan"),
     ("sdpa scale -1", lambda: scaled_dot_product_attention(q, q, q, scale=-1.0), r"^scale: expected a number > 0\.0, got -1\.0"),
     ("sdpa scale 'auto'", lambda: scaled_dot_product_attention(q, q, q, scale="auto"), r"^scale: expected a finite number, got str 'auto'"),
-    ("sdpa dropout_p -0.1", lambda: scaled_dot_product_attention(q, q, q, dropout_p=-0.1), r"^dropout_p: expected a number >= 0\.0, got -0\.1"),
-    ("sdpa batch 3 vs 2", lambda: scaled_dot_product_attention(q, torch.randn(3, 4, 8), torch.randn(3, 4, 8)),
-     r"^k: leading \(batch\) dims must broadcast with q's \(2,\) .*got shape \(3, 4, 8\)"),
 ]
 
 # ------------------------------------------------------------------------------- distillation
@@ -42,18 +40,6 @@ _labels = torch.tensor([0, 1, 2, 0])
 DISTILLATION = [
     ("soft_target_loss T inf", lambda: distillation.soft_target_loss(s, t, temperature=math.inf), r"^temperature: expected a finite number, got inf"),
     ("distillation_loss T inf", lambda: distillation.distillation_loss(s, t, _labels, temperature=math.inf), r"^temperature: expected a finite number, got inf"),
-    ("soft_target_loss empty batch", lambda: distillation.soft_target_loss(torch.randn(0, 3), torch.randn(0, 3)),
-     r"^student_logits: expected a non-empty batch .*got shape \(0, 3\)"),
-    ("soft_target_loss int logits", lambda: distillation.soft_target_loss(torch.ones(4, 3, dtype=torch.long), t),
-     r"^student_logits: expected a floating-point tensor, got torch\.int64"),
-    ("student_from_teacher layers int", lambda: distillation.student_from_teacher(_bert, 1), r"^layers: expected a list of layer indices, got int 1"),
-    ("pkd_loss ints", lambda: distillation.pkd_loss(1, 2), r"^student_hidden: expected a list of tensors .*got int"),
-    ("distillation_loss label 3 of 3 classes", lambda: distillation.distillation_loss(s, t, torch.tensor([0, 1, 3, 0])),
-     r"^labels: ids must be in \[0, num_classes=3\) or -100, got values in \[0, 3\]"),
-    ("distillation_loss float labels", lambda: distillation.distillation_loss(s, t, _labels.float()),
-     r"^labels: expected integer ids \(torch\.long\), got dtype torch\.float32"),
-    ("pkd_loss int hidden", lambda: distillation.pkd_loss([torch.ones(2, 4, dtype=torch.long)], [torch.ones(2, 4, dtype=torch.long)]),
-     r"^student_hidden\[0\]: expected a floating-point tensor, got torch\.int64"),
     ("BertClassifier num_labels 0", lambda: distillation.BertClassifier(_bert, 0), r"^num_labels: expected a positive int, got 0"),
     ("BertClassifier num_labels -1", lambda: distillation.BertClassifier(_bert, -1), r"^num_labels: expected a positive int, got -1"),
     ("BertClassifier num_labels 2.0", lambda: distillation.BertClassifier(_bert, 2.0), r"^num_labels: expected a positive int, got float 2\.0"),
@@ -65,26 +51,11 @@ DISTILLATION = [
 _x16 = torch.randn(2, 5, 16)
 _head = bert.BertLMHead(_cfg, _bert.embeddings.word_embeddings)
 BERT = [
-    ("BertLMHead wrong table", lambda: bert.BertLMHead(_cfg, nn.Embedding(50, 8)),
-     r"^word_embeddings: expected a \(vocab_size, hidden_size\)=\(50, 16\) table .*got \(50, 8\)"),
-    ("BertLMHead float64 input", lambda: _head(_x16.double()), r"^sequence_output: expected dtype torch\.float32 .*got torch\.float64"),
-    ("BertPooler wrong width", lambda: bert.BertPooler(_cfg)(torch.randn(2, 5, 8)),
-     r"^sequence_output: expected size 16 at dim -1 \(hidden_size\), got shape \(2, 5, 8\)"),
     ("BertModel T=0", lambda: _bert(torch.zeros(2, 0, dtype=torch.long)), r"^input_ids: expected at least one position, got shape \(2, 0\)"),
     ("BertModel dict config", lambda: bert.BertModel(dict(_bcfg)), r"^config: expected a BertConfig, got dict"),
-    ("bert_layer dict config", lambda: bert.bert_layer(dict(_bcfg)), r"^config: expected a BertConfig, got dict"),
     ("BertConfig.from_dict list", lambda: bert.BertConfig.from_dict([("vocab_size", 10)]), r"^d: expected a dict .*got list"),
-    ("BertConfig.from_json JSON text", lambda: bert.BertConfig.from_json('{"vocab_size": 10}'),
-     r"^path: expected the path of a config\.json, got JSON text"),
-    ("init_bert_weights std -0.02", lambda: bert.init_bert_weights(nn.Linear(2, 2), std=-0.02), r"^std: expected a number >= 0\.0, got -0\.02"),
     ("hf_to_course_state_dict key beyond num_layers", lambda: bert.hf_to_course_state_dict(
         {"encoder.layer.1.attention.self.query.weight": torch.ones(1)}, 1), r"^state_dict: unexpected .*'encoder\.layer\.1\..*\(num_layers=1\)"),
-    ("mlm_cross_entropy int logits", lambda: bert.mlm_cross_entropy(torch.ones(2, 5, dtype=torch.long), torch.zeros(2, dtype=torch.long)),
-     r"^prediction_logits: expected a floating-point tensor, got torch\.int64"),
-    ("init_bert_weights tensor", lambda: bert.init_bert_weights(torch.ones(2)), r"^module: expected an nn\.Module .*got Tensor"),
-    ("hf_to_course_state_dict num_layers -1", lambda: bert.hf_to_course_state_dict({}, -1), r"^num_layers: expected an int >= 0, got -1"),
-    ("encoder_mask ids list", lambda: bert.encoder_mask(torch.ones(2, 6, dtype=torch.long), [[1] * 6] * 2),
-     r"^input_ids: expected a torch\.Tensor, got list"),
 ]
 
 # -------------------------------------------------------------------------------------- ALBERT
@@ -104,8 +75,6 @@ ALBERT = [
      r"^state_dict: unexpected Hugging Face ALBERT key '.*foo\.weight'"),
     ("from_hf_state_dict short key", lambda: albert.from_hf_state_dict(
         albert.AlbertConfig(**_acfg), {"encoder.albert_layer_groups.0": torch.ones(1)}), r"^state_dict: unexpected Hugging Face ALBERT key 'encoder\.albert_layer_groups\.0'"),
-    ("count_parameters tensor", lambda: albert.count_parameters(torch.ones(2)), r"^module: expected an nn\.Module, got Tensor"),
-    ("bert_parameter_count model", lambda: albert.bert_parameter_count(_bert), r"^config: expected a BertConfig, got BertModel"),
 ]
 
 # ------------------------------------------------------------------------------- transformer
@@ -118,8 +87,6 @@ TRANSFORMER = [
     ("Transformer batch 2 vs 3", lambda: _tr(_src, _tgt), r"^tgt_in: batch size 3 differs from src's 2"),
     ("Transformer src too long", lambda: _tr(torch.zeros(1, 40, dtype=torch.long), _tgt[:1]), r"^src: sequence length 40 exceeds max_len=32"),
     ("Transformer src T=0", lambda: _tr(torch.zeros(2, 0, dtype=torch.long), _tgt[:2]), r"^src: expected at least one position, got shape \(2, 0\)"),
-    ("Transformer.decode memory list", lambda: _tr.decode(_tgt, [[0.0]]), r"^memory: expected a torch\.Tensor, got list"),
-    ("Transformer.decode batch", lambda: _tr.decode(_tgt, torch.randn(2, 6, 16)), r"^tgt_in: batch size 3 differs from memory's 2"),
     ("Transformer dict config", lambda: transformer.Transformer({"src_vocab_size": 20}), r"^config: expected a TransformerConfig, got dict"),
     ("greedy_decode max_len True", lambda: _tr.greedy_decode(_src, True, 1), r"^max_len: expected 1\.\.32 .*got True"),
     ("CausalLM too long", lambda: _lm(torch.zeros(1, 17, dtype=torch.long)), r"^input_ids: sequence length 17 exceeds max_len=16"),
@@ -138,37 +105,15 @@ TRANSFORMER_XL = [
     ("update_memory float32 + float64", lambda: transformer_xl.update_memory(torch.zeros(2, 2, 16), torch.zeros(2, 3, 16, dtype=torch.float64), 4),
      r"^hidden: expected dtype torch\.float32 like memory, got torch\.float64"),
     ("update_memory mem_len True", lambda: transformer_xl.update_memory(torch.zeros(2, 2, 16), torch.zeros(2, 3, 16), True), r"^mem_len: expected an int, got bool True"),
-    ("XLLayer d_ff 0", lambda: transformer_xl.XLLayer(16, 2, 0), r"^d_ff: expected a positive int, got 0"),
-    ("RelativeMHA d_model -16", lambda: transformer_xl.RelativeMultiHeadAttention(-16, 2), r"^d_model: expected a positive int, got -16"),
-    ("RelativeMHA d_model 16.0", lambda: transformer_xl.RelativeMultiHeadAttention(16.0, 2), r"^d_model: expected a positive int, got float 16\.0"),
-    ("RelativeMHA memory batch 3", lambda: _rel(_h, torch.randn(3, 3, 16)), r"^memory: expected shape \(2, M, 16\) .*got \(3, 3, 16\)"),
-    ("XLLayer memory batch 3", lambda: _xl.layers[0](_h, torch.randn(3, 3, 16)), r"^memory: expected shape \(2, M, 16\) .*got \(3, 3, 16\)"),
-    ("RelativeMHA pos_emb rows", lambda: _rel(_h, torch.randn(2, 2, 16), pos_emb=transformer_xl.relative_sinusoid(4, 16)),
-     r"^pos_emb: expected shape \(M \+ T, d_model\) = \(5, 16\), got \(4, 16\)"),
-    ("RelativeMHA.scores h width", lambda: _rel.scores(torch.randn(2, 3, 8), torch.randn(2, 3, 8)), r"^h: expected size 16 at dim -1 \(d_model\), got shape \(2, 3, 8\)"),
-    ("XL memory float64", lambda: _xl(_ids, [torch.zeros(2, 2, 16, dtype=torch.float64)]),
-     r"^memory\[0\]: expected dtype torch\.float32 \(the model's parameters\), got torch\.float64"),
-    ("RelativeMHA memory None", lambda: _rel(_h, None), r"^memory: expected a torch\.Tensor, got NoneType"),
     ("XL T=0", lambda: _xl(torch.zeros(2, 0, dtype=torch.long)), r"^input_ids: expected at least one position, got shape \(2, 0\)"),
-    ("empty_memory 0", lambda: _xl.empty_memory(0), r"^batch_size: expected a positive int, got 0"),
-    ("empty_memory -1", lambda: _xl.empty_memory(-1), r"^batch_size: expected a positive int, got -1"),
-    ("empty_memory 2.0", lambda: _xl.empty_memory(2.0), r"^batch_size: expected a positive int, got float 2\.0"),
-    ("relative_sinusoid klen True", lambda: transformer_xl.relative_sinusoid(True, 4), r"^klen: expected a positive int, got bool True"),
-    ("memory_mask query_len True", lambda: transformer_xl.memory_mask(True, 0), r"^query_len: expected a positive int, got bool True"),
 ]
 
 # ------------------------------------------------------------ pooling, positions, weight tying
 _w = nn.Embedding(10, 4)
 MODULES = [
-    ("cls_pooling int hidden", lambda: pooling.cls_pooling(torch.ones(2, 3, 4, dtype=torch.long)), r"^hidden_states: expected a floating-point tensor, got torch\.int64"),
     ("LearnedPositionalEmbedding init_std nan", lambda: positional.LearnedPositionalEmbedding(8, 16, init_std=math.nan), r"^init_std: expected a finite number, got nan"),
     ("LearnedPositionalEmbedding init_std -1", lambda: positional.LearnedPositionalEmbedding(8, 16, init_std=-1.0), r"^init_std: expected a number >= 0\.0, got -1\.0"),
-    ("sinusoidal positions list", lambda: positional.SinusoidalPositionalEncoding(16)(torch.randn(1, 5, 16), positions=[0, 1, 2, 3, 4]),
-     r"^positions: expected a torch\.Tensor, got list"),
-    ("tie_weights swapped", lambda: weight_tying.tie_weights(nn.Linear(4, 10), nn.Embedding(10, 4)), r"^embedding: expected the input embedding \(an nn\.Embedding\), got an nn\.Linear"),
-    ("tie_weights dtype", lambda: weight_tying.tie_weights(_w, nn.Linear(4, 10).double()), r"^lm_head\.weight: expected dtype torch\.float32 like embedding\.weight, got torch\.float64"),
-    ("pool_windows int logits", lambda: long_text.pool_windows(torch.tensor([[1], [0]])), r"^logits: expected a floating-point tensor, got torch\.int64"),
-    ("ranks float order", lambda: permutation_masks.ranks(torch.tensor([2.0, 0.0, 1.0])), r"^order: expected integer positions .*got torch\.float32"),
+    ("tie_weights swapped", lambda: weight_tying.tie_weights(nn.Linear(4, 10), nn.Embedding(10, 4)), r"^lm_head: expected the output layer \(an nn\.Linear\), got an nn\.Embedding - swapped arguments\?"),
 ]
 
 # ---------------------------------------------------------------------------- training, schedules
@@ -176,36 +121,15 @@ _model = nn.Linear(2, 2)
 _opt = torch.optim.SGD(_model.parameters(), lr=0.1)
 _batch = lambda step: torch.randn(3, 2)
 TRAINING = [
-    ("token_accuracy float targets", lambda: training.token_accuracy(torch.randn(2, 5, 7), torch.zeros(2, 5)), r"^targets: expected integer token ids, got torch\.float32"),
-    ("token_accuracy target >= V", lambda: training.token_accuracy(torch.randn(2, 5, 7), torch.full((2, 5), 9)), r"^targets: ids must be in \[0, V=7\) or -100, got values in \[9, 9\]"),
-    ("token_accuracy 0-D targets", lambda: training.token_accuracy(torch.randn(7), torch.tensor(3)), r"^targets: expected at least 1 dimensions .*got shape \(\)"),
-    ("sequence_accuracy 1-D", lambda: training.sequence_accuracy(torch.ones(5, dtype=torch.long), torch.ones(5, dtype=torch.long)),
-     r"^targets: expected at least 2 dimensions \(B, T\) token ids, got shape \(5,\)"),
-    ("train non-scalar loss", lambda: training.train(_model, _batch, lambda m, b: m(b), 1, _opt, progress=False),
-     r"^loss_fn: expected a scalar loss tensor .*got shape \(3, 2\) at step 0"),
-    ("train float loss", lambda: training.train(_model, _batch, lambda m, b: 1.0, 1, _opt, progress=False), r"^loss_fn: expected a scalar loss tensor .*got float"),
-    ("train optimizer None", lambda: training.train(_model, _batch, lambda m, b: m(b).sum(), 1, None, progress=False), r"^optimizer: expected a torch\.optim\.Optimizer, got NoneType"),
-    ("noam step True", lambda: schedules.noam(True, 512, 4000), r"^step: Noam's schedule counts from 1, got True"),
     ("linear total_steps True", lambda: schedules.linear_warmup_decay(0, 0, True), r"^total_steps: expected an int >= warmup_steps=0 and >= 1, got True"),
-    ("make_scheduler linear no total", lambda: schedules.make_scheduler(_opt, "linear", warmup_steps=2), r"^total_steps: make_scheduler\(kind='linear'\) needs warmup_steps and total_steps, got no total_steps"),
-    ("make_scheduler noam no d_model", lambda: schedules.make_scheduler(_opt, "noam", warmup_steps=2), r"^d_model: make_scheduler\(kind='noam'\) needs d_model and warmup_steps, got no d_model"),
-    ("make_scheduler model", lambda: schedules.make_scheduler(_model, "constant"), r"^optimizer: expected a torch\.optim\.Optimizer, got Linear"),
 ]
 
 # -------------------------------------------------------------------------------- complexity
 COMPLEXITY = [
-    ("fit_power_law value 0", lambda: complexity.fit_power_law([0, 4, 16], n=[1, 2, 4]), r"^values: expected positive finite numbers .*got 0\.0 at index 0"),
-    ("fit_power_law value nan", lambda: complexity.fit_power_law([1, math.nan, 16], n=[1, 2, 4]), r"^values: expected positive finite numbers .*got nan at index 1"),
-    ("fit_power_law n 0", lambda: complexity.fit_power_law([1, 4, 16], n=[0, 2, 4]), r"^n: expected positive finite numbers .*got 0\.0 at index 0"),
-    ("fit_power_law values str", lambda: complexity.fit_power_law("1 4 16", n=[1, 2, 4]), r"^values: expected a list of numbers, got str '1 4 16'"),
-    ("fit_power_law values scalar", lambda: complexity.fit_power_law(4.0, n=2.0), r"^values: expected a 1-D list of at least 2 numbers, got shape \(\)"),
-    ("attention_hops 0", lambda: complexity.attention_hops(0), r"^n: expected a positive int, got 0"),
-    ("attention_hops -2", lambda: complexity.attention_hops(-2), r"^n: expected a positive int, got -2"),
-    ("band_hops 0", lambda: complexity.band_hops(0, 3), r"^n: expected a positive int, got 0"),
-    ("recurrent_hops 0", lambda: complexity.recurrent_hops(0), r"^n: expected a positive int, got 0"),
-    ("dilated_causal_hops -1", lambda: complexity.dilated_causal_hops(-1, 2), r"^n: expected a positive int, got -1"),
-    ("restricted_self_attention int q", lambda: complexity.restricted_self_attention(*[torch.ones(4, 2, dtype=torch.long)] * 3, 3),
-     r"^q: expected a floating-point tensor, got torch\.int64"),
+    ("fit_power_law value 0", lambda: complexity.fit_power_law([0, 4, 16], n=[1, 2, 4]), r"^values: expected 3 or more positive finite numbers .*got \[0\.0, 4\.0, 16\.0\]"),
+    ("fit_power_law value nan", lambda: complexity.fit_power_law([1, math.nan, 16], n=[1, 2, 4]), r"^values: expected 3 or more positive finite numbers .*got \[1\.0, nan, 16\.0\]"),
+    ("fit_power_law n 0", lambda: complexity.fit_power_law([1, 4, 16], n=[0, 2, 4]), r"^n: expected 3 or more positive finite numbers .*got \[0\.0, 2\.0, 4\.0\]"),
+    ("fit_power_law values scalar", lambda: complexity.fit_power_law(4.0, n=2.0), r"^values: expected 2 or more positive finite numbers .*got 4\.0"),
 ]
 
 # --------------------------------------------------------------- device, cache, evidence, quiz
@@ -218,20 +142,15 @@ MISC = [
     ("limit_threads 0", lambda: device.limit_threads(0), r"^threads: expected a positive int, got int 0"),
     ("requested_threads 0", lambda: device.requested_threads(0), r"^default: expected a positive int, got int 0"),
     ("source_modules missing", lambda: cache.source_modules("/nonexistent.py"), r"^entry_points: expected existing source files, got '/nonexistent\.py'"),
-    ("source_digest one path", lambda: cache.source_digest("/tmp/file.py"), r"^paths: expected a list of paths, got one str '/tmp/file\.py'"),
-    ("versions list", lambda: cache.versions(["torch"]), r"^packages: expected package names as str arguments .*got list \['torch'\]"),
     ("cache_key tensor", lambda: cache.cache_key({"w": torch.zeros(2000)}), r"^inputs: expected JSON-like values, got a Tensor of shape \(2000,\)"),
-    ("cache_key length 0", lambda: cache.cache_key({"a": 1}, length=0), r"^length: expected an int in \[1, 64\] .*got 0"),
+    ("cache_key length 0", lambda: cache.cache_key({"a": 1}, length=0), r"^length: expected an int >= 1, got 0"),
     ("cache_dir escapes", lambda: cache.cache_dir("../escape", root="/tmp/never-created-root"), r"^name: expected a non-empty relative folder name .*got '\.\./escape'"),
     ("cache_dir ''", lambda: cache.cache_dir("", root="/tmp/never-created-root"), r"^name: expected a non-empty relative folder name .*got ''"),
     ("cache_dir absolute", lambda: cache.cache_dir("/etc", root="/tmp/never-created-root"), r"^name: .*got '/etc'"),
-    ("margin_of op typo", lambda: evidence.margin_of(1.0, "=>", 2.0), r"^op: expected one of \['<', '<=', '>', '>='\], got '=>'"),
-    ("margin_of value str", lambda: evidence.margin_of("1", "<", 2.0), r"^value: expected a number, got str"),
-    ("margin_of threshold nan", lambda: evidence.margin_of(1.0, "<", math.nan), r"^threshold: expected a finite number, got nan"),
+    ("margin_of op typo", lambda: evidence.margin_of(1.0, "=>", 2.0), r"^op: expected one of \('<', '<=', '>', '>='\), got '=>'"),
     ("quiz_html mode", lambda: quiz.quiz_html([], mode="exam"), r"^mode: expected 'lesson' or 'interview', got 'exam'"),
-    ("quiz_html lang", lambda: quiz.quiz_html([], lang="xx"), r"^lang: expected one of \('en', 'zh'\), got 'xx'"),
-    ("parse_number None", lambda: quiz.parse_number(None), r"^text: expected the typed answer as a str, got NoneType"),
-    ("notebook_of '3'", lambda: quiz.notebook_of("3"), r"^lesson: expected a lesson number \(an int >= 0\), got str '3'"),
+    ("quiz_html lang", lambda: quiz.quiz_html([], lang="xx"), r"^lang: expected 'en' or 'zh', got 'xx'"),
+    ("notebook_of '3'", lambda: quiz.notebook_of("3"), r"^lesson: expected an int, got str '3'"),
 ]
 
 # ------------------------------------------------- the second fuzz pass (after the fixes above)
@@ -249,27 +168,7 @@ SECOND_PASS = [
     ("BertModel.from_hf_state_dict other size", lambda: bert.BertModel.from_hf_state_dict(bert.BertConfig(**{**_bcfg, "vocab_size": 60}), _hf),
      r"^state_dict: 1 tensor\(s\) of another shape \(checkpoint vs model\) .*embeddings\.word_embeddings\.weight \(50, 16\) vs \(60, 16\)"),
     ("albert.from_hf_state_dict empty", lambda: albert.from_hf_state_dict(albert.AlbertConfig(**_bcfg, embedding_size=8), {}), r"^state_dict: \d+ tensor\(s\) missing for this AlbertModel"),
-    ("LayerNorm normalized_shape 4.0", lambda: __import__("course_lib.layernorm").layernorm.LayerNorm(4.0), r"^normalized_shape: expected an int or a tuple of ints .*got float 4\.0"),
-    ("Residual sublayer None", lambda: __import__("course_lib.residual").residual.Residual(None), r"^sublayer: expected an nn\.Module, got None"),
-    ("Residual norm a tensor", lambda: __import__("course_lib.residual").residual.Residual(nn.Identity(), torch.ones(2)), r"^norm: expected an nn\.Module, got Tensor"),
-    ("pad_windows one window unwrapped", lambda: long_text.pad_windows([101, 5, 102]), r"^windows: expected a list of windows, each a list of ids, got an element of type int"),
-    ("train batches_fn a list", lambda: training.train(nn.Linear(2, 1), [torch.ones(2)], lambda m, b: m(b).sum(), 1, torch.optim.SGD(nn.Linear(2, 1).parameters(), 0.1)),
-     r"^batches_fn: expected a function, got list"),
-    ("count_flops fn a tensor", lambda: complexity.count_flops(torch.ones(2)), r"^fn: expected a function, got Tensor"),
-    ("saved_activation_bytes exclude a module", lambda: complexity.saved_activation_bytes(lambda: None, exclude=nn.Linear(2, 2)),
-     r"^exclude: expected an iterable of tensors .*got a Linear"),
-    ("max_path_length hop a tensor", lambda: complexity.max_path_length(torch.ones(3, 3), 3), r"^hop: expected a function, got Tensor"),
-    ("source_digest missing file", lambda: cache.source_digest(["/nonexistent/module.py"]), r"^paths: expected source files, got '/nonexistent/module\.py', which is no file"),
     ("claim statement not a str", lambda: evidence.claim(3, 0.8, ">", 0.5), r"^statement: expected the claim in words \(a non-empty str\), got 3"),
-    ("claim_close atol -1", lambda: evidence.claim_close("s", 0.0, 0.0, atol=-1), r"^atol: expected a finite number >= 0, got -1"),
-    ("BertConfig.from_json missing file", lambda: bert.BertConfig.from_json("/nonexistent/config.json"), r"^path: expected a config\.json file, got '/nonexistent/config\.json', which is no file"),
-    ("cache_dir root a file", lambda: cache.cache_dir("x", root=__file__), r"^root: expected a folder for the caches, got '.*', which is a file"),
-    ("source_modules a list", lambda: cache.source_modules([__file__]), r"^entry_points: expected paths, one per argument .*got a list"),
-    ("cache_key tuple keys", lambda: cache.cache_key({(1, 2): 3}), r"^inputs: expected a dict with str keys, got \['\(1, 2\)'\]"),
-    ("soft_target_loss NaN teacher", lambda: distillation.soft_target_loss(s, torch.full((4, 3), math.nan)), r"^teacher_logits: expected finite logits .*got NaN or inf"),
-    ("train lr NaN", lambda: training.train(nn.Linear(2, 1), lambda step: torch.ones(1, 2), lambda m, b: m(b).sum(), 1, torch.optim.SGD(nn.Linear(2, 1).parameters(), math.nan)),
-     r"^optimizer: expected a finite learning rate, got lr=nan in param_groups\[0\]"),
-    ("claim_close strings", lambda: evidence.claim_close("s", "a", "b"), r"^got: expected a tensor or numbers, got a str 'a'"),
 ]
 
 TABLES = {"second pass": SECOND_PASS, "attention": ATTENTION, "distillation": DISTILLATION, "bert": BERT, "albert": ALBERT,

@@ -427,3 +427,17 @@ def test_the_padded_path_skips_padding_and_trains_as_the_full_one():
     assert fast.last_hidden_state[~real].abs().max() == 0
     for a, b in zip(fast_grads, full_grads):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_the_entry_checks_read_no_values_off_the_cpu():
+    """The ids' range (and an attention_mask's 0/1 values) are read on the CPU only: on an
+    accelerator reading them back would stall every forward. A tensor on the meta device has no
+    values at all, so a forward that reads one fails; BERT's runs (no mask: nothing to skip)."""
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16)
+    with torch.device("meta"):
+        model = BertModel(config).eval()
+    ids = torch.zeros(2, 5, dtype=torch.long, device="meta")
+    assert model(ids, torch.zeros_like(ids)).last_hidden_state.shape == (2, 5, 16)
+    with pytest.raises(ValueError, match=r"^input_ids: ids must be in \[0, vocab_size=50\)"):
+        BertModel(config)(torch.full((2, 5), 50))                       # on the CPU: checked

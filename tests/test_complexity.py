@@ -77,8 +77,6 @@ def test_max_path_length_matches_the_closed_forms(n):
 def test_max_path_length_needs_enough_hops():
     with pytest.raises(ValueError, match="max_hops=3"):
         max_path_length(recurrent_hops(10), 10, max_hops=3)
-    with pytest.raises(ValueError, match=r"hop\(0\): expected a \(4, 4\) bool tensor"):
-        max_path_length(lambda layer: torch.ones(4, 4), 4)
 
 
 def test_sequential_depth_counts_the_chain_of_products():
@@ -118,19 +116,16 @@ def test_fit_power_law_recovers_exponents():
     assert fit["n"] == pytest.approx(2) and fit["d"] == pytest.approx(1) and fit["c"] == pytest.approx(4)
     with pytest.raises(ValueError, match="do not vary each variable independently"):
         fit_power_law([1, 2, 3], n=[1, 2, 4], d=[1, 2, 4])
-    with pytest.raises(ValueError, match="d: expected 3 values"):
+    with pytest.raises(ValueError, match="d: expected 3 or more positive finite numbers like values"):
         fit_power_law([1, 2, 3], n=[1, 2, 4], d=[1, 2])
 
 
 @pytest.mark.parametrize("call,message", [
-    (lambda: attention_flops(0, 4), r"n: expected a positive int, got 0"),
-    (lambda: attention_flops(4, 2.5), r"d: expected a positive int, got 2.5"),
-    (lambda: conv1d_flops(8, 4, 4), r"kernel_size: expected an odd size"),
-    (lambda: restricted_attention_flops(8, 4, 2), r"window: expected an odd size"),
-    (lambda: restricted_self_attention(torch.randn(2, 5, 4), torch.randn(2, 6, 4), torch.randn(2, 5, 4), 3),
-     r"k: expected the shape of q \(2, 5, 4\).*got \(2, 6, 4\)"),
-    (lambda: restricted_self_attention(torch.randn(5), torch.randn(5), torch.randn(5), 3), r"q: expected at least 2"),
-    (lambda: band_hops(8, 4), r"window: expected an odd size"),
+    (lambda: conv1d_flops(8, 4, 4), r"kernel_size: expected an odd positive int .*got 4"),
+    (lambda: restricted_attention_flops(8, 4, 2), r"window: expected an odd positive int .*got 2"),
+    (lambda: restricted_self_attention(torch.randn(2, 5, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 4), 2),
+     r"window: expected an odd positive int .*got 2"),
+    (lambda: band_hops(8, 4), r"window: expected an odd positive int .*got 4"),
 ])
 def test_bad_inputs_raise_value_error(call, message):
     with pytest.raises(ValueError, match=message):

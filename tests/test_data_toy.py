@@ -33,8 +33,7 @@ def test_noise_free_points_lie_on_their_arm():
     assert wrapped.abs().max() < 1e-4
 
 
-@pytest.mark.parametrize("kwargs, message", [({"n": 1}, "n: expected"), ({"n": 10, "turns": 0}, "turns"),
-                                             ({"n": 10, "noise": -0.1}, "noise")])
+@pytest.mark.parametrize("kwargs, message", [({"n": 1}, "n: expected"), ({"n": 2.5}, "n: expected")])
 def test_invalid_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         make_spirals(generator=torch.Generator(), **kwargs)

@@ -17,6 +17,9 @@ from course_tools import ROOT
 from course_tools.manifest import LESSONS
 
 THRESHOLD = 0.70
+#: A definition (lesson or library) this short is one line of code after its `def` (`return self.up(self.down(x))`):
+#: half its tokens are the boilerplate every method shares, so any one-line answer is "like" it.
+MIN_LIBRARY_TOKENS = 24
 SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
         tokenize.STRING, tokenize.ENCODING, tokenize.ENDMARKER}
 
@@ -94,7 +97,7 @@ def answer_definitions(lesson) -> list[tuple[str, list[str]]]:
 
 def closest(answer_tokens, candidates):
     """(ratio, name) of the most similar candidate definition."""
-    return max(((similarity(answer_tokens, t), n) for n, t in candidates if len(t) >= 8),
+    return max(((similarity(answer_tokens, t), n) for n, t in candidates if len(t) >= MIN_LIBRARY_TOKENS),
                default=(0.0, ""))
 
 

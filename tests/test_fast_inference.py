@@ -72,11 +72,9 @@ def test_zero_rows_and_bad_inputs():
     q, scale = quantize_per_channel_int8(w)
     assert torch.equal(dequantize_int8(q, scale)[0], torch.zeros(4))
     with pytest.raises(ValueError, match="weight"):
-        quantize_per_channel_int8(torch.randn(4))
-    with pytest.raises(ValueError, match="weight"):
         quantize_per_tensor_int8(torch.ones(2, 2, dtype=torch.long))
-    with pytest.raises(ValueError, match="scale"):
-        dequantize_int8(q, torch.ones(5))
+    with pytest.raises(ValueError, match="weight: expected finite values"):   # NaN would come back as garbage
+        quantize_per_channel_int8(torch.tensor([[float("nan"), 1.0]]))
 
 
 # -- model transformations ----------------------------------------------------------------------
@@ -143,8 +141,6 @@ def test_embed_excludes_padding():
     n = int(batch["attention_mask"][2].sum())
     alone = embed(model, {k: v[2:3, :n] for k, v in batch.items()})
     torch.testing.assert_close(together[2:3], alone, atol=1e-5, rtol=1e-5)
-    with pytest.raises(ValueError, match="batch"):
-        embed(model, {"input_ids": batch["input_ids"]})
 
 
 # -- ONNX ---------------------------------------------------------------------------------------

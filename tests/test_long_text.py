@@ -122,16 +122,12 @@ def test_pad_windows():
     (lambda: sliding_windows([1, 2, 3], 10, -1, 1, 2), "stride"),
     (lambda: sliding_windows([1, 2, 3], 2, 0, 1, 2), "max_length"),
     (lambda: sliding_windows([1, 2, 3], 10.0, 0, 1, 2), "max_length"),
-    (lambda: sliding_windows("abc", 10, 2, 1, 2), "ids"),
-    (lambda: sliding_windows([1, -2, 3], 10, 2, 1, 2), "ids"),
-    (lambda: sliding_windows(torch.ones(2, 3, dtype=torch.long), 10, 2, 1, 2), "ids"),
+    (lambda: sliding_windows([1, 2, 1], 10, 2, 1, 2), "ids"),          # [CLS] already in the document
     (lambda: sliding_windows([1, 2], 10, 2, None, 2), "cls_id"),
     (lambda: truncate([5, 6], 10, "middle", 1, 2), "strategy"),
     (lambda: truncate([5, 6], 10, "head+tail", 1, 2, head_tokens=9), "head_tokens"),
     (lambda: window_count(5, 10, 8), "stride"),
-    (lambda: pool_windows(torch.zeros(3), "mean"), "logits"),
     (lambda: pool_windows(torch.zeros(2, 3), "median"), "how"),
-    (lambda: pad_windows([]), "windows"),
 ])
 def test_bad_inputs_name_the_argument(call, name):
     with pytest.raises(ValueError, match=name):

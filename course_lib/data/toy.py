@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import math
 
-import numbers
-
 import torch
 
-from ..validation import require_finite
+from ..validation import require_int
 
 
 def make_spirals(n: int, generator: torch.Generator, turns: float = 1.5, noise: float = 0.05):
@@ -22,11 +20,7 @@ def make_spirals(n: int, generator: torch.Generator, turns: float = 1.5, noise: 
     r(t) = t, angle(t) = 2π·turns·t + π·k for t in (0, 1], so the second arm is the first
     rotated by 180°; `noise` is the standard deviation of Gaussian jitter added to each point.
     """
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 2:
-        raise ValueError(f"n: expected an int >= 2 (points in both classes), got {n!r}")
-    n = int(n)                                     # np.int64 (a size read from an array) goes too
-    require_finite("turns", turns, minimum=0.0, strict_minimum=True)
-    require_finite("noise", noise, minimum=0.0)
+    n = require_int("n", n, minimum=2)             # points in both classes; np.int64 goes too
     y = (torch.arange(n) >= n // 2).long()                               # (n,)
     # start a little away from the centre, where the two arms would touch
     t = 0.05 + 0.95 * torch.rand(n, generator=generator)                 # (n,)

@@ -278,7 +278,7 @@ def _compare_bpe(fn, word, merges, case):
 
 
 @exercise("13.bpe-encode", points=2, uses="bpe_encode", forbids=_SHORTCUTS + (
-        "course_lib.tokenization:bpe_encode_word", "course_lib.tokenization:_bpe_encode_word",
+        "course_lib.tokenization:bpe_encode_word",
         "course_lib.tokenization:train_bpe", "course_lib.tokenization:train_wordpiece"))
 def check_bpe_encode(fn, rng):
     """BPE's own segmentation: its merges replayed in order, on merges trained on hidden random corpora."""
