@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ROOT
+from .validation import require_choice, require_int
 
 KINDS = ("numeric", "choice", "explain")
 LANGS = ("en", "zh")
@@ -86,6 +87,9 @@ class Card:
     folklore: dict
     measured: dict
     items: list[Item]
+    #: where the card's facts that are not measurements come from: [{"ref": citation as printed,
+    #: "url": link (optional), "for": {"en": what it supports, "zh": ...}}]
+    sources: list = field(default_factory=list)
 
 
 def _bilingual(where: str, name: str, value) -> dict:
@@ -132,7 +136,27 @@ def parse_card(lesson: int, meta: dict) -> Card:
     return Card(lesson=lesson, say_this=_bilingual(where, "say_this", data.get("say_this")),
                 formula=str(data.get("formula", "")), numbers=list(data.get("numbers", [])),
                 folklore=_bilingual(where, "folklore", data.get("folklore")),
-                measured=_bilingual(where, "measured", data.get("measured")), items=items)
+                measured=_bilingual(where, "measured", data.get("measured")), items=items,
+                sources=_sources(where, data.get("sources", [])))
+
+
+def _sources(where: str, raw) -> list[dict]:
+    """Validate a card's `sources`: each {"ref": non-empty text, "url": "https://..." (optional),
+    "for": {"en": ..., "zh": ...}}."""
+    if not isinstance(raw, list):
+        raise InterviewError(f"{where}: sources: expected a list, got {type(raw).__name__}")
+    for index, entry in enumerate(raw):
+        name = f"{where} sources[{index}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("ref"), str) or not entry["ref"].strip():
+            raise InterviewError(f"{name}: expected {{'ref': citation, 'url': link, 'for': {{'en', 'zh'}}}}, "
+                                 f"got {entry!r}")
+        if "url" in entry and not (isinstance(entry["url"], str) and entry["url"].startswith("https://")):
+            raise InterviewError(f"{name}: url: expected an https:// link, got {entry['url']!r}")
+        _bilingual(name, "for", entry.get("for"))
+        unknown = set(entry) - {"ref", "url", "for"}
+        if unknown:
+            raise InterviewError(f"{name}: unknown keys {sorted(unknown)}")
+    return raw
 
 
 def _numeric_source(name: str, raw: dict, item: Item) -> None:
@@ -165,8 +189,7 @@ def _numeric_source(name: str, raw: dict, item: Item) -> None:
 
 def notebook_of(lesson: int) -> Path:
     """The lesson notebook `notebooks/NN_*.ipynb` (ValueError naming the lesson when absent)."""
-    if isinstance(lesson, bool) or not isinstance(lesson, int) or lesson < 0:
-        raise ValueError(f"lesson: expected a lesson number (an int >= 0), got {type(lesson).__name__} {lesson!r}")
+    require_int("lesson", lesson, minimum=0)
     found = sorted((ROOT / "notebooks").glob(f"{lesson:02d}_*.ipynb"))
     if not found:
         raise ValueError(f"lesson: no notebooks/{lesson:02d}_*.ipynb")
@@ -245,8 +268,6 @@ def parse_number(text: str, unit: str = "") -> float | None:
     """The number in a typed answer ('0.45', '45%', 'about 3x', '1,024', '1/16'); None if there is
     none. A fraction is divided out; a percentage answers an item asked as a fraction (`unit` not
     "%") divided by 100, so '6.25%' and '1/16' and '0.0625' are one answer."""
-    if not isinstance(text, str):
-        raise ValueError(f"text: expected the typed answer as a str, got {type(text).__name__} {text!r:.40}")
     number = r"-?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|-?\.\d+"
     match = re.search(rf"({number})(?:\s*/\s*({number}))?\s*(%)?", text.replace("−", "-"), re.I)
     if not match:
@@ -433,10 +454,8 @@ def quiz_html(items: list[dict], mode: str = "lesson", lang: str = "en") -> str:
     """A self-contained quiz: the items as JSON and the script that asks them (see quiz.js).
     `mode` "lesson" asks them in order; "interview" asks the weakest first (Leitner boxes kept in
     the browser's localStorage) and shows a score."""
-    if mode not in ("lesson", "interview"):
-        raise ValueError(f"mode: expected 'lesson' or 'interview', got {mode!r}")
-    if lang not in LANGS:
-        raise ValueError(f"lang: expected one of {LANGS}, got {lang!r}")
+    require_choice("mode", mode, ("lesson", "interview"))
+    require_choice("lang", lang, LANGS)
     data = json.dumps(items, ensure_ascii=False).replace("</", "<\\/")
     return (f"<style>{QUIZ_STYLE}</style>"
             f'<div class="course-quiz" data-mode="{html.escape(mode)}" data-lang="{html.escape(lang)}">'
