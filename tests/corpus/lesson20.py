@@ -71,10 +71,10 @@ MISTAKES = [
         "    pre = real & (j[0][None, :] < (start + prefix_length)[:, None])\n"
         "    return ((pre[:, None, :] | (j <= i)[None]) & real[:, None, :])[:, None]\n"), "from the first real token"),
     Mistake("20.elmo-states", "ignores-padding", {3: "import torch\n" + _E +
-            "    zero = torch.zeros_like(forward_states[:, :1])\n"
-            "    left = torch.cat([zero, forward_states[:, :-1]], dim=1)\n"
-            "    right = torch.cat([backward_states[:, 1:], zero], dim=1)\n"
-            "    return torch.cat([left, right], dim=-1)\n"}, "by position"),
+            "    pad = torch.nn.functional.pad\n"
+            "    previous = pad(forward_states, (0, 0, 1, 0))[:, :-1]      # shifted by position only\n"
+            "    following = pad(backward_states, (0, 0, 0, 1))[:, 1:]\n"
+            "    return torch.cat((previous, following), -1)\n"}, "by position"),
     Mistake("20.elmo-states", "states-at-i", {3: "import torch\n" + _E +
             "    return torch.cat([forward_states, backward_states], dim=-1) * attention_mask[..., None]\n"},
             "at i itself"),
