@@ -373,16 +373,9 @@ def record(task: str, result: dict, seconds: float | None, lang: str, attempt: i
 
 
 def history(path: Path | None = None) -> list[dict]:
-    path = record_file() if path is None else path
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+    """The drill's records: the same JSON-lines reading as the interview's log."""
+    from .interview import history as read_log
+    return read_log(record_file() if path is None else path)
 
 
 # ---------------------------------------------------------------- grading: the course's grader on a .py file
