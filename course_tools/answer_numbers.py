@@ -92,7 +92,7 @@ def output_numbers(nb) -> list[float]:
 
 def code_numbers(nb) -> set[float]:
     """Numbers written in the notebook's code (configuration constants); comments are prose, not code."""
-    from .sweep import without_comments
+    from .sweep.ledger import without_comments
     values = set()
     for cell in nb.cells:
         if cell.cell_type == "code":

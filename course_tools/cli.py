@@ -43,12 +43,15 @@ def cmd_run(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from .sweep import DEFAULT_RUNS, Run, robustness_table, sweep, update_readme
+    from .sweep.ledger import DEFAULT_RUNS, Run
+    from .sweep.results import update_readme
+    from .sweep.running import sweep
+    from .sweep.statistics import robustness_table
     runs = DEFAULT_RUNS if args.seeds is None else [Run(f"seed {s}", s) for s in args.seeds]
     if args.seeds is not None and args.threads_run:
         runs = runs + [Run(f"seed {args.seeds[0]}, 2 threads", args.seeds[0], threads=2)]
     if args.collect:
-        from .sweep import collect
+        from .sweep.results import collect
         runs_table, claims_table = collect(_select(args.only), runs)
     else:
         runs_table, claims_table = sweep(_select(args.only), runs, jobs=args.jobs, timeout=args.timeout,
@@ -56,7 +59,7 @@ def cmd_sweep(args) -> int:
     table = robustness_table(runs_table, claims_table)
     print(table.to_markdown(index=False))
     if len(claims_table):
-        from .sweep import MIN_SEED_RANGES, claim_spread, thin_claims, undeclared_constants
+        from .sweep.statistics import MIN_SEED_RANGES, claim_spread, thin_claims, undeclared_constants
         spread = claim_spread(claims_table)
         columns = ["lesson", "statement", "min", "max", "op", "threshold", "seed ranges"]
         for title, found in [(f"evidence claims fewer than {MIN_SEED_RANGES:g} seed ranges from "

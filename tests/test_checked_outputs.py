@@ -25,9 +25,10 @@ import pytest
 
 from course_tools import ROOT
 from course_tools.manifest import Lesson
-from course_tools.sweep import (CHECK_MARKER, CHECKED_OUTPUTS, Run, checked_cells,
-                                checked_output_problems, digest, output_text, record_run,
-                                write_checked_outputs)
+from course_tools.sweep.checked_outputs import (CHECK_MARKER, CHECKED_OUTPUTS, checked_cells,
+                                                checked_output_problems, digest, output_text,
+                                                write_checked_outputs)
+from course_tools.sweep.ledger import Run, record_run
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -114,9 +115,9 @@ def _record(nb) -> dict:
 
 def test_sweep_records_the_ledger_and_the_checker_catches_a_moving_cell(tmp_path, monkeypatch):
     """The whole path: run records in the ledger -> the JSON file -> the checker."""
-    from course_tools import sweep
+    from course_tools.sweep import ledger as sweep_ledger   # where the ledger reads a lesson's code digest
     lesson = Lesson(99, "fake", "?", "?")
-    monkeypatch.setattr(sweep, "code_digest", lambda lesson: "d1")
+    monkeypatch.setattr(sweep_ledger, "code_digest", lambda lesson: "d1")
     ledger = tmp_path / "runs"
     for run, text in zip(RUNS, ["0.86\n", "0.86\n", "0.96\n"]):
         record_run(lesson, run, "d1", _record(_notebook(text)), ledger)
@@ -140,7 +141,7 @@ def test_sweep_records_the_ledger_and_the_checker_catches_a_moving_cell(tmp_path
 
     # a record of other code starts the ledger afresh: the older runs are stale, not mixed in
     record_run(lesson, RUNS[0], "d2", _record(_notebook("False\n")), ledger)
-    monkeypatch.setattr(sweep, "code_digest", lambda lesson: "d2")
+    monkeypatch.setattr(sweep_ledger, "code_digest", lambda lesson: "d2")
     data = json.loads(write_checked_outputs([lesson], RUNS, ledger, path).read_text(encoding="utf-8"))
     assert data["lessons"]["99_fake"]["runs"] == ["seed 0"]
 
@@ -170,7 +171,7 @@ import re
 
 import pandas as pd
 
-from course_tools.sweep import CLAIMS_CSV
+from course_tools.sweep.results import CLAIMS_CSV
 
 _COMPARISON = re.compile(r"(>=|<=|>|<|≥|≤|\babove|\bbelow|\bwithin|at least|at most|more than|\bunder|\bover|≈)\s*"
                          r"(\d+(?:\.\d+)?(?:e-?\d+)?)\s*(x|×|%|-fold)?")

@@ -10,12 +10,13 @@ import re
 import pytest
 
 from course_lib import ROOT
-from course_tools import bench, runner, site, sweep
+from course_tools import bench, runner, site
+from course_tools.sweep import results as sweep_results
 
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [README, ROOT / "CONTRIBUTING.md", *DOCS]
-MARKERS = [(runner.README_BEGIN, runner.README_END), (sweep.SWEEP_BEGIN, sweep.SWEEP_END),
+MARKERS = [(runner.README_BEGIN, runner.README_END), (sweep_results.SWEEP_BEGIN, sweep_results.SWEEP_END),
            (bench.BENCH_BEGIN, bench.BENCH_END)]
 
 
@@ -96,7 +97,7 @@ def test_the_generated_tables_live_in_the_results_page():
         for page in PAGES:
             if page != runner.RESULTS:
                 assert begin not in _text(page), f"{page.name} holds {begin}: a second copy goes stale"
-    for generator in (runner.update_readme, sweep.update_readme, runner.replace_readme_block):
+    for generator in (runner.update_readme, sweep_results.update_readme, runner.replace_readme_block):
         assert inspect.signature(generator).parameters["readme"].default == runner.RESULTS
 
 

@@ -17,7 +17,8 @@ import torch
 from course_lib import ROOT, evidence
 from course_lib.evidence import ClaimFailed, claim, claim_close, margin_of
 from course_tools.manifest import LESSONS
-from course_tools.sweep import Run, robustness_table
+from course_tools.sweep.ledger import Run
+from course_tools.sweep.statistics import robustness_table
 
 
 def test_claim_holds_records_and_returns_relative_margin(tmp_path, monkeypatch):
@@ -165,7 +166,7 @@ def test_robustness_table_ranks_evidence_by_seed_ranges_and_counts_identities_ap
 
 
 def test_claim_spread_measures_margin_in_seed_ranges():
-    from course_tools.sweep import claim_spread
+    from course_tools.sweep.statistics import claim_spread
     claims = pd.DataFrame([
         {"lesson": "01", "run": f"seed {s}", "statement": "gap", "value": v, "op": ">", "threshold": 1.0,
          "margin": v - 1.0, "relative_margin": v - 1.0, "held": True}
@@ -180,7 +181,7 @@ def test_claim_spread_measures_margin_in_seed_ranges():
 
 
 def test_constant_evidence_and_thin_evidence_are_caught_identities_are_not():
-    from course_tools.sweep import claim_spread, thin_claims, undeclared_constants
+    from course_tools.sweep.statistics import claim_spread, thin_claims, undeclared_constants
     rows = []
     for s in range(3):
         for statement, value, kind in [("arithmetic", 4.0, "evidence"), ("count", 4.0, "identity"),
@@ -208,7 +209,7 @@ def test_identity_needs_a_reason_and_is_shown_as_by_construction():
 
 def test_a_reported_number_asserts_nothing_keeps_its_range_and_is_never_ranked(tmp_path, monkeypatch):
     from course_lib.evidence import claims_summary, report
-    from course_tools.sweep import claim_spread, thin_claims, undeclared_constants
+    from course_tools.sweep.statistics import claim_spread, thin_claims, undeclared_constants
     with pytest.raises(ValueError, match="why: a reported number needs a one-line reason"):
         report("gap", 0.2, why=" ")
     monkeypatch.setenv("COURSE_CLAIMS_FILE", str(tmp_path / "claims.jsonl"))
@@ -322,7 +323,7 @@ def test_a_notebook_cell_that_makes_claims_ends_with_their_list_not_a_number():
 
 def test_a_run_of_older_code_is_stale_but_prose_and_quiz_edits_are_not(tmp_path, monkeypatch):
     from course_tools.manifest import Lesson
-    from course_tools.sweep import code_digest, is_current, record_run
+    from course_tools.sweep.ledger import code_digest, is_current, record_run
     path = tmp_path / "01_x.ipynb"
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# prose"), nbformat.v4.new_code_cell("x = 1")]

@@ -13,7 +13,8 @@ import pytest
 from course_tools.answer_numbers import (Binding, bindings, code_numbers, ledger_problem, stated_numbers,
                                          without_bound_numbers)
 from course_tools.manifest import LESSONS
-from course_tools.sweep import CHECK_MARKER, CLAIMS_CSV, load_claims_csv
+from course_tools.sweep.checked_outputs import CHECK_MARKER
+from course_tools.sweep.results import CLAIMS_CSV, load_claims_csv
 
 LESSONS_WITH_PROSE = [lesson for lesson in LESSONS if lesson.number != 0]
 BOUND = "⟨n⟩"

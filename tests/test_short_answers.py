@@ -6,7 +6,7 @@ import pytest
 
 from course_tools.answer_numbers import stated_numbers, unaccounted_numbers
 from course_tools.manifest import LESSONS
-from course_tools.sweep import CLAIMS_CSV, load_claims_csv
+from course_tools.sweep.results import CLAIMS_CSV, load_claims_csv
 
 LESSONS_WITH_ANSWERS = [lesson for lesson in LESSONS if lesson.number != 0]
 

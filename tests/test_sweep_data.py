@@ -11,8 +11,10 @@ import nbformat
 import pytest
 
 from course_tools.manifest import LESSONS
-from course_tools.sweep import (CENTRAL_CSV, CLAIMS_CSV, DEFAULT_RUNS, MIN_SEED_RANGES, central_claims,
-                                load_claims_csv, thin_claims, undeclared_constants)
+from course_tools.sweep.ledger import DEFAULT_RUNS
+from course_tools.sweep.results import CLAIMS_CSV, load_claims_csv
+from course_tools.sweep.statistics import (CENTRAL_CSV, MIN_SEED_RANGES, central_claims, thin_claims,
+                                           undeclared_constants)
 
 LESSONS_WITH_CLAIMS = [lesson for lesson in LESSONS if lesson.number != 0]
 
@@ -119,7 +121,7 @@ def test_the_data_is_from_the_stored_notebook(lesson, spread):
 
 
 def test_a_comment_does_not_make_a_run_stale_but_code_does():
-    from course_tools.sweep import without_comments
+    from course_tools.sweep.ledger import without_comments
     cell = 'x = f"#{n}"  # 0.3-0.4 over the sweep\n# a whole-line comment\ny = "#" + x\n'
     assert without_comments(cell) == 'x = f"#{n}"\ny = "#" + x'
     assert without_comments(cell.replace("0.3-0.4", "0.2-0.5")) == without_comments(cell)
