@@ -146,12 +146,12 @@ def cmd_grade(args) -> int:
 
 
 def cmd_grade_class(args) -> int:
-    from .gradebook import cli
+    from .lms.gradebook import cli
     return cli(args)        # prints the summary; exit status 2 only for a bad folder or roster
 
 
 def cmd_gradescope(args) -> int:
-    from .gradescope import cli_build
+    from .lms.gradescope_bundle import cli_build
     return cli_build(args)
 
 

@@ -41,7 +41,7 @@ def _lesson_of_entry(entry: dict) -> str | None:
 
 
 def _readable(name: str) -> str:
-    from .gradebook import readable
+    from .lms.names import readable
     return readable(name)
 
 

@@ -17,8 +17,10 @@ import nbformat
 import pytest
 
 from course_tools import ROOT
-from course_tools.gradebook import (LmsName, RosterError, cell, lms_name, match, read_roster, readable, submissions,
-                                    write_csv)
+from course_tools.lms.discovery import submissions
+from course_tools.lms.exports import cell, write_csv
+from course_tools.lms.names import LmsName, lms_name, readable
+from course_tools.lms.roster import RosterError, match, read_roster
 from course_tools.grader import item_seed
 from course_tools.grading import load_all
 from tests.exercise00 import POINTS as POINTS00

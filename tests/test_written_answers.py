@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_tools import gradebook, gradescope
+from course_tools.lms import exports, feedback, gradescope_run
 from course_tools.exercises import strip_source
 from course_tools.grader import format_report
 from course_tools.grading import REGISTRY, CheckFailed, load_all, run_check, written
@@ -69,16 +69,16 @@ def test_course_grade_reports_the_answer_and_rubric_apart_from_the_score():
 
 
 def test_the_gradebook_leaves_the_written_answer_to_a_person():
-    assert gradebook.summarize(_report()) == "the item passed; 99.written: written, graded by hand"
-    assert "not written" in gradebook.summarize(_report(""))
+    assert feedback.summarize(_report()) == "the item passed; 99.written: written, graded by hand"
+    assert "not written" in feedback.summarize(_report(""))
     row = {"student": "ada", "name": "Ada", "lesson": "99", "file": "a.ipynb", "score": 3, "error": "",
            "written": '[{"id": "99.written", "max_points": 2, "answer": "my words", "rubric": ["x", "y"]}]'}
-    (line,) = gradebook.written_rows([row])
+    (line,) = exports.written_rows([row])
     assert line["points"] == "" and line["max"] == 2 and line["answer"] == "my words" and line["rubric"] == "x | y"
 
 
 def test_gradescope_shows_the_written_answer_as_a_zero_point_test_for_the_manual_question():
-    test = gradescope._written_test(_report()["items"][1], "visible")
+    test = gradescope_run._written_test(_report()["items"][1], "visible")
     assert (test["score"], test["max_score"]) == (0, 0) and ANSWER[:30] in test["output"]
     assert test["visibility"] == "after_published" and test["extra_data"]["points"] == 2
     assert all(point in test["output"] for point in RUBRIC)
