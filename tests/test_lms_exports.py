@@ -144,3 +144,13 @@ def exports(tmp_path) -> dict[str, str]:
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_the_exports_are_the_files_the_gradebook_wrote_before(exports, name):
     assert exports[name] == EXPECTED[name]
+
+
+def test_a_class_with_nothing_graded_gets_a_row_of_zeros_per_student():
+    """No graded row at all (an empty pivot): every student of the order still gets a row."""
+    rows = [row("a", "", "", "a.txt", 0, "", "not a notebook", error="not-a-notebook: a .txt file"),
+            row("b", "Bo", "00", "", 0, 3, "no submission", error="missing: no submission in the folder")]
+    columns, headers, wide = wide_rows(rows, ["00"], {"00": 3}, ["a", "b", "c"])
+    assert [(line["student"], line[headers["00"]], line["total"], line["feedback"]) for line in wide] == [
+        ("a", 0, 0, "a.txt: not a notebook"), ("b", 0, 0, "no submission"), ("c", 0, 0, "")]
+    assert written_rows(rows) == []
