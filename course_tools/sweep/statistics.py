@@ -21,6 +21,7 @@ CENTRAL_CSV = ROOT / "docs" / "sweep" / "central.csv"
 
 
 def central_claims(path: Path = CENTRAL_CSV) -> pd.DataFrame:
+    """The central claims (`docs/sweep/central.csv`): lesson, statement, why; lessons as two-digit strings."""
     table = pd.read_csv(path, dtype=str, keep_default_na=False)
     table["lesson"] = table["lesson"].str.zfill(2)
     return table
