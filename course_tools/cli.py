@@ -260,8 +260,11 @@ def cmd_check(args) -> int:
 def cmd_progress(args) -> int:
     from . import progress
     table = progress.table()
-    print(table.to_markdown(index=False) if not args.csv else table.to_csv(index=False))
-    print(progress.footer(table))
+    if args.csv:
+        print(table.to_csv(index=False))
+        print(progress.footer(table))
+    else:
+        print(progress.render(table))   # at most progress.WIDTH (100) characters a line
     return 0
 
 
