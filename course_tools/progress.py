@@ -9,6 +9,7 @@ held) and the executed notebooks in `build/notebooks/`; the interview column fro
 from __future__ import annotations
 
 import datetime as dt
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -74,13 +75,54 @@ def table() -> pd.DataFrame:
                                        "last score", "interview", "graded at", "to do", "file graded"])
 
 
-def footer(frame: pd.DataFrame) -> str:
+# `course progress` in a terminal: every line at most this wide (`--csv` has every column in full)
+WIDTH = 100
+# the terminal's columns (renamed); the exercise's file name, the file graded and the full
+# timestamps stay in `course progress --csv`
+SHOWN = {"lesson": "lesson", "id": "id", "lesson run": "lesson run", "claims held": "claims",
+         "last score": "last score", "interview": "interview", "graded at": "graded at"}
+
+
+def _short_time(when: str) -> str:
+    """'2026-12-06 14:05' -> '12-06 14:05' (the year is this year's, or the CSV has it)."""
+    return when[5:] if len(when) == 16 and when[4] == "-" else when
+
+
+def _pipe_table(frame: pd.DataFrame) -> str:
+    """A Markdown table as narrow as its cells (pandas' to_markdown pads every column by 2)."""
+    cells = [list(map(str, frame.columns))] + [[str(v) for v in row] for row in frame.itertuples(index=False)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(frame.columns))]
+    line = lambda row: "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |"
+    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+                      *map(line, cells[1:])])
+
+
+def render(frame: pd.DataFrame, width: int = WIDTH) -> str:
+    """The table, the items left to do per lesson and the footer, no line wider than `width`."""
+    shown = frame[list(SHOWN)].rename(columns=SHOWN).copy()
+    for column in ("lesson run", "graded at"):
+        shown[column] = shown[column].map(_short_time)
+    lines = [_pipe_table(shown)]
+    todo = frame[frame["to do"].astype(bool)]
+    if len(todo):
+        lines.append("\nto do (failed items of the last grade):")
+        for number, items, graded in zip(todo["lesson"], todo["to do"], todo["file graded"]):
+            lines.append(textwrap.fill(f"{number}: {items} (in {graded})", width, initial_indent="  ",
+                                       subsequent_indent="      ", break_on_hyphens=False))
+    lines.append(footer(frame, width))
+    return "\n".join(lines)
+
+
+def footer(frame: pd.DataFrame, width: int = WIDTH) -> str:
     exercises = frame[frame["exercise"] != "-"]
     graded = exercises[exercises["last score"] != "not graded"]
     full = sum(1 for s in graded["last score"] if s.split(" / ")[0] == s.split(" / ")[1])
     run = (frame["lesson run"] != "not yet").sum()
-    return (f"\nexercises graded: {len(graded)} / {len(exercises)} (full marks: {full}); "
-            f"lessons run: {run} / {len(frame)}\n"
-            f"scores: {grades_file().relative_to(ROOT) if grades_file().is_relative_to(ROOT) else grades_file()} "
-            f"(from `course grade`); lessons: build/summary.csv, build/notebooks/ (from `course run`); "
-            f"interview: right / asked, each item's latest answer (from `course interview`)")
+    scores = grades_file().relative_to(ROOT) if grades_file().is_relative_to(ROOT) else grades_file()
+    paragraphs = [f"exercises graded: {len(graded)} / {len(exercises)} (full marks: {full}); "
+                  f"lessons run: {run} / {len(frame)}",
+                  f"scores: {scores} (from `course grade`); lessons: build/summary.csv, build/notebooks/ "
+                  f"(from `course run`); interview: right / asked, each item's latest answer (from "
+                  f"`course interview`); every column in full: `course progress --csv`"]
+    return "\n" + "\n".join(textwrap.fill(p, width, break_on_hyphens=False, break_long_words=False)
+                             for p in paragraphs)

@@ -111,7 +111,7 @@ def test_the_mock_interview_page_knows_every_lesson_its_part_and_its_words_in_bo
 # what the list does not: an author cited in the text ("Xiong et al.", "Sun 等人", "Press & Wolf") must
 # have a ref with that surname, and a file the text names (`run_squad.py`) a ref naming that file.
 # Not names: the building blocks every textbook uses (softmax, LayerNorm, BatchNorm, GELU, Adam, RNN,
-# LSTM, Pre-/Post-LN), and the folklore, which quotes the seed write-ups (the sheet's intro says so).
+# LSTM, Pre-/Post-LN), and the folklore, which quotes the interview notes (the sheet's intro says so).
 
 _EDGE = r"(?<![A-Za-z0-9_-])"      # an ASCII word edge: a Chinese character next to a name is an edge
 _END = r"(?![A-Za-z0-9_])"

@@ -84,3 +84,29 @@ def test_course_grade_records_and_course_progress_shows_it(build, capsys):
     assert main(["progress"]) == 0
     out = capsys.readouterr().out
     assert "| 0 / 3" in out and "exercises graded: 1 / " in out
+
+
+def test_course_progress_fits_100_columns_when_every_column_is_full(build, capsys, monkeypatch):
+    """Every lesson run and graded with items left, long work/ paths, interview scores: no line of
+    `course progress` is wider than 100 characters; the items left are listed, none cut off."""
+    pd.DataFrame([{"lesson": f"{l.number:02d}", "id": l.id, "seconds": 1234.5, "claims held": "no", "error": ""}
+                  for l in LESSONS]).to_csv(build / "summary.csv", index=False)
+    (build / "notebooks").mkdir()
+    failed = {}
+    for lesson in LESSONS:
+        (build / "notebooks" / lesson.notebook.name).write_text("{}")
+        if lesson.has_exercise:
+            failed[lesson.number] = [f"{lesson.number:02d}.item-with-a-long-name-{i}" for i in range(6)]
+            copy = ROOT / "work" / f"{lesson.exercise.stem}_exercise (a renamed copy).ipynb"
+            progress.record(_report(1, 7, [f"{lesson.number:02d}.a"], failed[lesson.number]), copy,
+                            lesson.number)
+    monkeypatch.setattr(progress, "interview_scores", lambda: {f"{l.number:02d}": "12/15" for l in LESSONS})
+    assert main(["progress"]) == 0
+    out = capsys.readouterr().out
+    too_wide = [line for line in out.splitlines() if len(line) > 100]
+    assert not too_wide, too_wide
+    assert "| 1 / 7" in out and "12/15" in out
+    joined = " ".join(out.split())
+    for items in failed.values():
+        assert ", ".join(items) in joined                # every item left, in full (wrapped)
+    assert "course progress --csv" in out
