@@ -41,10 +41,20 @@ def kernel_manager_class():
     from jupyter_core.paths import jupyter_runtime_dir
     from traitlets import default
 
-    if os.name == "nt":
-        return AsyncKernelManager
+    class QuietShutdownKernelManager(AsyncKernelManager):
+        # jupyter_client interrupts a kernel before every shutdown; when the SIGINT lands while
+        # the kernel still answers papermill's last request, ipykernel logs "KeyboardInterrupt
+        # caught in kernel" although the lesson finished. A finished lesson has nothing to stop;
+        # the interrupt nbclient sends on a cell timeout (not shutting down) is unchanged.
+        async def _async_interrupt_kernel(self):
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
 
-    class IPCKernelManager(AsyncKernelManager):
+    if os.name == "nt":
+        return QuietShutdownKernelManager
+
+    class IPCKernelManager(QuietShutdownKernelManager):
         @default("transport")
         def _default_transport(self):
             return "ipc"
