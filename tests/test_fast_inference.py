@@ -191,6 +191,25 @@ def test_fused_export_fuses_attention_and_embeddings_and_matches_the_course_mode
     assert int8.path != onnx_session(model, int8=True, cache_dir=tmp_path).path
 
 
+def test_fused_export_of_a_hugging_face_bert_uses_its_eager_attention(tmp_path):
+    """Lesson 25 exports Hugging Face's SDPA model: its SDPA graph does not fuse either, so the
+    fused export runs a copy with eager attention (the model itself keeps SDPA)."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64,
+                                     max_position_embeddings=32)
+    config._attn_implementation = "sdpa"
+    hf = transformers.BertModel(config).eval()
+    batch = _batch(B=3, T=11)
+    session = onnx_session(hf, int8=False, fused=True, cache_dir=tmp_path)
+    counts = session.fused_operators()
+    assert counts["Attention"] == 2 and counts["EmbedLayerNormalization"] == 1
+    assert hf.config._attn_implementation == "sdpa"
+    torch.testing.assert_close(embed(session, batch), embed(hf, batch), atol=1e-4, rtol=1e-4)
+
+
 def test_fusable_copy_leaves_the_model_alone():
     model = _tiny()
     batch = _batch()
