@@ -39,7 +39,7 @@ both in step with the notebooks' imports.
 | 22_transformer_xl | transformer_xl | training |
 | 23_bert_family | albert, permutation_masks, span_corruption | bert, complexity, data.markov, masking, training, transformer |
 | 24_distillation | distillation | bert, training |
-| 25_fast_inference | fast_inference, quantization | data.corpus, data.similarity_pairs, pretrained, sentence_similarity |
+| 25_fast_inference | fast_inference, model_surgery, onnx_export, quantization, timing | data.corpus, data.similarity_pairs, pretrained, sentence_similarity |
 | every lesson |  | device, evidence, quiz |
 | no lesson directly | cache, validation |  |
 """

@@ -10,13 +10,15 @@ outlier no longer coarsens the grid of all the others.
     approx = dequantize_int8(q, scale)
 
     fast = quantize_int8(model, per_channel=True)           # torch dynamic int8 of every nn.Linear
+    quantize_onnx("fp32.onnx", "int8.onnx", per_channel=True)   # ONNX Runtime's dynamic int8
 
-ONNX Runtime's int8 path, the other cheaper models and the measurements that compare them all
-are in `course_lib.fast_inference`.
+The ONNX export and its cache are `course_lib.onnx_export`; the other cheaper models are
+`course_lib.model_surgery`; the measurements that compare them all `course_lib.fast_inference`.
 """
 from __future__ import annotations
 
 import copy
+import logging
 import types
 import warnings
 from pathlib import Path
@@ -112,6 +114,35 @@ def _linear_8bit_activations(self, x):
     """torch's DynamicQuantizedLinear.forward with reduce_range=False (full 8-bit activations)."""
     y = torch.ops.quantized.linear_dynamic(x, self._packed_params._packed_params, reduce_range=False)
     return y.to(x.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# An ONNX graph: ONNX Runtime's dynamic int8
+# ---------------------------------------------------------------------------------------------
+
+
+def quantize_onnx(src: str | Path, dst: str | Path, per_channel: bool = True) -> None:
+    """ONNX Runtime's `quantize_dynamic` from `src` to `dst`: int8 weights (per output channel
+    when `per_channel`), activations quantised on the fly (uint8, per tensor, full range).
+    Every op type ONNX Runtime quantises dynamically: MatMul (-> DynamicQuantizeMatMul or
+    MatMulInteger), the fused Attention (-> QAttention), Gather (the embedding tables, stored
+    in int8), EmbedLayerNormalization.
+
+    `DefaultTensorType: FLOAT`: ONNX's shape inference knows no type for the outputs of ONNX
+    Runtime's fused operators (com.microsoft domain: Attention, SkipLayerNormalization, ...),
+    and the quantiser stops at the first weight it cannot type (onnx_quantizer.py,
+    `_get_default_tensor_type`) unless it is told that untyped tensors are float32, which in
+    this float32 graph they are."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    level, root.level = root.level, logging.ERROR     # "consider pre-processing" notices
+    try:
+        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=per_channel,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    finally:
+        root.setLevel(level)
 
 
 def vnni_supported() -> bool:

@@ -14,9 +14,12 @@ slow spell of a shared machine hits all of them alike) of:
    same config and weights, in tokens per second;
 3. lesson 25's CPU paths (`course_lib.fast_inference`) at batch 1 and 32: PyTorch dynamic int8
    (per tensor, per channel, and per channel with 8-bit activations on a CPU with VNNI), ONNX
-   Runtime fp32 and int8 (per channel), against the best fp32
-   path (the fastest of the course's model, Hugging Face's SDPA model and ONNX Runtime fp32), with the cosine of their
-   mean-pooled sentence embeddings to fp32. CPU only: skipped on a GPU.
+   Runtime fp32 and int8 (per channel), each as exported (unfused) and fused by ONNX Runtime's
+   BERT optimizer (`course_lib.onnx_export`, with the fused-operator counts), against the best
+   fp32 path (the fastest of the course's model, Hugging Face's SDPA model and ONNX Runtime fp32,
+   fused or not), with the min-max of the per-round speed ratios, the cosine of their
+   mean-pooled sentence embeddings to fp32 and, on MiniLM, the STS Spearman of lesson 25's
+   similarity pairs against fp32's. CPU only: skipped on a GPU.
 
 Results: `build/bench.csv` (seconds and ratios) and, with `--update-readme`, the table of `docs/results.md`
 between `<!-- bench:begin -->` and `<!-- bench:end -->`: ratios only (absolute times depend on
@@ -34,13 +37,14 @@ from typing import Callable
 import pandas as pd
 import torch
 
-from course_lib.fast_inference import time_interleaved
+from course_lib.timing import ratio_range, time_interleaved
 
 from .runner import BUILD, replace_readme_block
 
 BENCH_BEGIN, BENCH_END = "<!-- bench:begin -->", "<!-- bench:end -->"
 COLUMNS = ["group", "case", "reference", "seconds", "reference seconds", "speed ratio",
-           "max abs diff", "cosine", "note"]
+           "max abs diff", "cosine", "note", "speed ratio min", "speed ratio max",
+           "STS Spearman", "Spearman diff", "fused ops"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,7 +59,7 @@ def median_seconds(runs: dict[str, Callable[[], object]], repeats: int, warmup: 
                    sync: Callable[[], None] | None = None, seed: int | None = None,
                    inference_mode: bool = True) -> dict[str, float]:
     """Median seconds per call of each function, measured round-robin by lesson 25's timer
-    (`course_lib.fast_inference.time_interleaved`: each round calls every function once,
+    (`course_lib.timing.time_interleaved`: each round calls every function once,
     starting one further along each round, or in a random order when `seed` is given)."""
     times = time_interleaved(runs, repeats, warmup, seed=seed, sync=sync, inference_mode=inference_mode)
     return {name: statistics.median(t) for name, t in times.items()}
@@ -244,35 +248,87 @@ def _any_hidden(model, batch):
                  token_type_ids=batch["token_type_ids"]).last_hidden_state
 
 
+def _sts_set(course):
+    """(sentences, labels) of lesson 25's similarity pairs (lesson 19's set, seed 0, 20 pairs per
+    label) and the MiniLM tokenizer, when `course` is MiniLM; else None (--quick's tiny BERT)."""
+    from course_lib.pretrained import minilm_config, minilm_tokenizer
+
+    if course.config != minilm_config():
+        return None
+    from course_lib.data.similarity_pairs import similarity_pairs
+
+    pairs = similarity_pairs(0, n_per_label=20)
+    return [a for a, _, _ in pairs] + [b for _, b, _ in pairs], [y for *_, y in pairs], minilm_tokenizer()
+
+
+def _sts_spearman(model, sts) -> float:
+    """Spearman of the pairs' embedding cosines with their labels (lesson 25's fidelity set)."""
+    from course_lib import fast_inference as fi
+    from course_lib.sentence_similarity import spearman
+
+    sentences, labels, tokenizer = sts
+    vectors = torch.cat([fi.embed(model, fi.pad_batch([tokenizer.encode(t) for t in sentences[i:i + 64]]))
+                         for i in range(0, len(sentences), 64)])
+    n = len(labels)
+    return spearman(torch.nn.functional.cosine_similarity(vectors[:n], vectors[n:]), labels)
+
+
+def _fused_ops(model) -> str:
+    """'Attention 6, EmbedLayerNormalization 1, ...' for an ONNX Runtime session, '' otherwise."""
+    from course_lib.onnx_export import OnnxEncoder
+
+    if not isinstance(model, OnnxEncoder):
+        return ""
+    counts = model.fused_operators()
+    return ", ".join(f"{k} {counts[k]}" for k in ("Attention", "QAttention", "EmbedLayerNormalization",
+                                                  "SkipLayerNormalization", "BiasGelu", "Softmax"))
+
+
 def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable[[int], int],
                          cache_dir) -> list[dict]:
     """Lesson 25's int8 and ONNX Runtime paths against the best fp32 path (CPU)."""
     from course_lib import fast_inference as fi
     from course_lib import quantization as q8
 
+    def ort(int8: bool, fused: bool):
+        return fi.onnx_session(course, int8=int8, per_channel=True, fused=fused, cache_dir=cache_dir)
+
     # ONNX Runtime's fp32 graph is an fp32 path too: on some CPUs it is the fastest one, and the
     # int8 speed-up must be measured against whichever fp32 path is fastest here
     fp32 = {"course fp32": course, "Hugging Face SDPA fp32": hf_sdpa,
-            "ONNX Runtime fp32": fi.onnx_session(course, int8=False, cache_dir=cache_dir)}
+            "ONNX Runtime fp32": ort(False, False),
+            "ONNX Runtime fp32, fused (BERT optimizer)": ort(False, True)}
     int8 = {"torch int8, per tensor": q8.quantize_int8(course, per_channel=False),
             "torch int8, per channel": q8.quantize_int8(course, per_channel=True),
             **({"torch int8, per channel, 8-bit activations":
                 q8.quantize_int8(course, per_channel=True, reduce_range=False)}
                if q8.vnni_supported() else {}),
-            "ONNX Runtime int8, per channel": fi.onnx_session(course, int8=True, per_channel=True,
-                                                             cache_dir=cache_dir)}
+            "ONNX Runtime int8, per channel": ort(True, False),
+            "ONNX Runtime int8, per channel, fused graph": ort(True, True)}
+    models = {**fp32, **int8}
+    sts = _sts_set(course)
+    spearmans = {name: _sts_spearman(m, sts) for name, m in models.items()} if sts else {}
+    ops = {name: _fused_ops(m) for name, m in models.items()}
     rows = []
     for batch in batches:
         B, T = batch["input_ids"].shape
-        runs = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in {**fp32, **int8}.items()}
-        t = median_seconds(runs, repeats(B), seed=0)                  # in inference mode
+        runs = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in models.items()}
+        times = time_interleaved(runs, repeats(B), seed=0)              # in inference mode
+        t = {name: statistics.median(v) for name, v in times.items()}
         best = min(fp32, key=t.get)
         reference = fi.embed(course, batch)
-        for name, model in {**fp32, **int8}.items():       # the best fp32 path itself shows 1.0x
+        for name, model in models.items():                 # the best fp32 path itself shows 1.0x
             cosine = torch.nn.functional.cosine_similarity(fi.embed(model, batch), reference).min()
-            rows.append(_row(f"lesson 25 paths {B}x{T} (CPU)", name, f"best fp32 ({best})",
-                             t[name], t[best], cosine=cosine.item(),
-                             note="cosine: smallest over the batch, mean-pooled embeddings vs fp32"))
+            row = _row(f"lesson 25 paths {B}x{T} (CPU)", name, f"best fp32 ({best})",
+                       t[name], t[best], cosine=cosine.item(),
+                       note="cosine: smallest over the batch, mean-pooled embeddings vs fp32; "
+                            "speed ratio min/max: the slowest and fastest round (paired)")
+            row["speed ratio min"], row["speed ratio max"] = ratio_range(times, best, name)
+            if spearmans:
+                row["STS Spearman"] = spearmans[name]
+                row["Spearman diff"] = spearmans[name] - spearmans["course fp32"]
+            row["fused ops"] = ops[name]
+            rows.append(row)
     return rows
 
 
@@ -357,14 +413,26 @@ def markdown(table: pd.DataFrame) -> str:
     shown = pd.DataFrame({
         "group": table["group"], "case": table["case"], "reference": table["reference"],
         "speed vs reference": [_fmt(x, 3) + "×" if not pd.isna(x) else "" for x in table["speed ratio"]],
+        "min–max over rounds": _range_column(table),
         "max abs diff": [_fmt(x, 2) for x in table["max abs diff"]],
-        "cosine": [_fmt(x, 4) for x in table["cosine"]]})
+        "cosine": [_fmt(x, 4) for x in table["cosine"]],
+        "Spearman diff": [_fmt(x, 2) for x in table.get("Spearman diff", pd.Series([None] * len(table)))]})
     m = table.iloc[0]
     return (shown.to_markdown(index=False)
             + f"\n\nSpeed vs reference: the reference's time divided by the case's (1.2× = 20% "
-              f"more throughput), medians of interleaved runs. Machine: {m['device']}, "
+              f"more throughput), medians of interleaved runs; min–max: the slowest and fastest "
+              f"round's paired ratio (lesson 25's paths). Spearman diff: STS Spearman of lesson "
+              f"25's similarity pairs minus fp32's. Machine: {m['device']}, "
               f"{m['cores']} cores, torch threads {m['torch threads']}, torch {m['torch']}, "
               f"transformers {m['transformers']}. Absolute times: `build/bench.csv`.")
+
+
+def _range_column(table: pd.DataFrame) -> list[str]:
+    """'1.6–2.9×' from the per-round min and max ratio, '' where a row has none."""
+    lows = table.get("speed ratio min", pd.Series([None] * len(table)))
+    highs = table.get("speed ratio max", pd.Series([None] * len(table)))
+    return [f"{_fmt(lo, 3)}–{_fmt(hi, 3)}×" if not (lo is None or pd.isna(lo)) else ""
+            for lo, hi in zip(lows, highs)]
 
 
 def update_readme(table: pd.DataFrame, readme: Path | None = None) -> None:

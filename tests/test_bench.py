@@ -29,6 +29,14 @@ def test_quick_bench_runs_every_path_and_writes_the_csv(table):
     if bench.machine()["device"].startswith("cpu"):
         assert {"torch int8, per channel", "ONNX Runtime fp32",
                 "ONNX Runtime int8, per channel"} <= cases
+        assert {"ONNX Runtime fp32, fused (BERT optimizer)",
+                "ONNX Runtime int8, per channel, fused graph"} <= cases
+        paths = table[table["group"].str.startswith("lesson 25 paths")]
+        fused = paths[paths["case"] == "ONNX Runtime fp32, fused (BERT optimizer)"]
+        assert fused["fused ops"].str.contains("Attention 2").all()          # the tiny BERT's 2 layers
+        assert fused["fused ops"].str.contains("EmbedLayerNormalization 1").all()
+        assert (paths["speed ratio min"] <= paths["speed ratio"] + 1e-12).all()
+        assert (paths["speed ratio"] <= paths["speed ratio max"] + 1e-12).all()
     assert (table["seconds"].dropna() > 0).all()
     assert (table["speed ratio"].dropna() > 0).all()
     # the course model equals Hugging Face's (same weights) and the pretraining losses agree
@@ -49,6 +57,7 @@ def test_readme_block_shows_ratios_and_the_machine(table, tmp_path):
     text = readme.read_text()
     assert "old" not in text and text.endswith("after\n")
     assert "speed vs reference" in text and "×" in text and "torch threads" in text
+    assert "min–max over rounds" in text
     assert "seconds" not in text.split(bench.BENCH_BEGIN)[1].split("|\n\n")[0]  # ratios, not times
 
 

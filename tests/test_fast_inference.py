@@ -166,6 +166,79 @@ def test_onnx_matches_torch_and_is_cached(tmp_path):
     assert onnx_session(other, int8=False, cache_dir=tmp_path).path != session.path
 
 
+def test_fused_export_fuses_attention_and_embeddings_and_matches_the_course_model(tmp_path):
+    """ONNX Runtime's BERT optimizer fuses the course model's attention once exported through
+    `fusable_copy` (the plain export's SDPA graph fuses no Attention): same outputs, padding
+    included, and the int8 graph quantised from the fused one keeps the embeddings."""
+    model = _tiny()
+    batch = _batch(B=3, T=11)                                   # rows padded to 8 and 4
+    plain = fi.fused_operator_counts(fi.onnx_file(model, int8=False, cache_dir=tmp_path))
+    assert plain["Attention"] == 0 and plain["EmbedLayerNormalization"] == 0
+    fused = onnx_session(model, int8=False, fused=True, cache_dir=tmp_path)
+    counts = fused.fused_operators()
+    assert counts["Attention"] == 2 and counts["EmbedLayerNormalization"] == 1
+    assert counts["SkipLayerNormalization"] > 0 and counts["BiasGelu"] == 2
+    assert counts["Softmax"] == 0                                 # inside the fused Attention
+    real = batch["attention_mask"].bool()
+    with torch.inference_mode():
+        course = model(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"])
+    hidden = fused(**batch).last_hidden_state
+    torch.testing.assert_close(hidden[real], course.last_hidden_state[real], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(embed(fused, batch), embed(model, batch), atol=1e-4, rtol=1e-4)
+    int8 = onnx_session(model, int8=True, per_channel=True, fused=True, cache_dir=tmp_path)
+    assert int8.fused_operators()["QAttention"] == 2
+    assert F.cosine_similarity(embed(int8, batch), embed(model, batch)).min() > 0.95
+    assert int8.path != onnx_session(model, int8=True, cache_dir=tmp_path).path
+
+
+def test_fused_export_of_a_hugging_face_bert_uses_its_eager_attention(tmp_path):
+    """Lesson 25 exports Hugging Face's SDPA model: its SDPA graph does not fuse either, so the
+    fused export runs a copy with eager attention (the model itself keeps SDPA)."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64,
+                                     max_position_embeddings=32)
+    config._attn_implementation = "sdpa"
+    hf = transformers.BertModel(config).eval()
+    batch = _batch(B=3, T=11)
+    session = onnx_session(hf, int8=False, fused=True, cache_dir=tmp_path)
+    counts = session.fused_operators()
+    assert counts["Attention"] == 2 and counts["EmbedLayerNormalization"] == 1
+    assert hf.config._attn_implementation == "sdpa"
+    torch.testing.assert_close(embed(session, batch), embed(hf, batch), atol=1e-4, rtol=1e-4)
+
+
+def test_fusable_copy_leaves_the_model_alone():
+    model = _tiny()
+    batch = _batch()
+    before = embed(model, batch)
+    copy_ = fi.fusable_copy(model)
+    torch.testing.assert_close(embed(copy_, batch), before, atol=1e-5, rtol=1e-5)
+    assert "forward" not in vars(model.layers[0].self_attn)         # the original is unpatched
+    assert "forward" in vars(copy_.layers[0].self_attn)
+
+
+def test_minilm_fused_export_fuses_and_int8_keeps_cosine(tmp_path):
+    """The course's MiniLM: 6 Attention, 1 EmbedLayerNormalization; int8 from the fused graph
+    keeps the sentence embeddings at mean cosine 0.99 to fp32 (lesson 25's criterion). The
+    shortest sentences come out a little further (0.985-0.99 here, as from the unfused int8
+    graph): dynamic int8 quantises each activation tensor with one scale."""
+    from course_lib.pretrained import load_minilm
+
+    model, tokenizer = load_minilm()
+    texts = ["The cat sat on the mat.", "Quantisation stores each weight in one byte.",
+             "ONNX Runtime fuses attention into one kernel.", "A short one."]
+    batch = pad_batch([tokenizer.encode(t) for t in texts])
+    fp32 = onnx_session(model, int8=False, fused=True, cache_dir=tmp_path)
+    counts = fp32.fused_operators()
+    assert counts["Attention"] == 6 and counts["EmbedLayerNormalization"] == 1
+    int8 = onnx_session(model, int8=True, fused=True, cache_dir=tmp_path)
+    cosine = F.cosine_similarity(embed(int8, batch), embed(model, batch))
+    assert cosine.mean() >= 0.99 and cosine.min() >= 0.985
+
+
 def test_time_interleaved_rounds():
     calls = []
     times = time_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
@@ -206,7 +279,8 @@ def test_onnx_cache_key_sees_config_and_course_source(tmp_path, monkeypatch):
     assert fi.onnx_cache_key(other) != key
     # the course source that defines the model is part of the key: bert.py and what it imports
     files = fi._model_sources(model)
-    assert {"bert.py", "transformer.py", "attention.py", "fast_inference.py"} <= {p.name for p in files}
+    assert {"bert.py", "transformer.py", "attention.py", "onnx_export.py",
+            "quantization.py"} <= {p.name for p in files}
     copies = []
     for path in files:
         copies.append(tmp_path / path.name)
@@ -246,6 +320,9 @@ def test_shuffled_rounds_and_paired_ratio():
     assert again == calls
     t = {"ref": [2.0, 4.0, 6.0], "case": [1.0, 1.0, 3.0]}
     assert fi.paired_ratio(t, "ref", "case") == 2.0
+    assert fi.ratio_range(t, "ref", "case") == (min(fi.round_ratios(t, "ref", "case")),
+                                                max(fi.round_ratios(t, "ref", "case")))
+    assert fi.min_max([3.0, 1.0, 2.0]) == (1.0, 3.0)
     assert fi.spread([1.0, 2.0, 3.0, 4.0, 5.0]) == (2.0, 4.0)
 
 
