@@ -32,11 +32,20 @@ from pathlib import Path
 from typing import Callable
 
 import pandas as pd
-import torch
 
-from course_lib.fast_inference import time_interleaved
+from course_lib.threads import PASSIVE_WAIT
 
-from .runner import BUILD, replace_readme_block
+# Idle OpenMP threads sleep instead of spinning (course_lib.threads): OpenMP reads this when torch
+# loads it, so it is set before torch's import (`course bench` imports torch here first; a value
+# already set is kept). On a busy machine spinning threads stalled torch many-fold (`--busy N`).
+for _key, _value in PASSIVE_WAIT.items():
+    os.environ.setdefault(_key, _value)
+
+import torch  # noqa: E402
+
+from course_lib.fast_inference import time_interleaved  # noqa: E402
+
+from .runner import BUILD, replace_readme_block  # noqa: E402
 
 BENCH_BEGIN, BENCH_END = "<!-- bench:begin -->", "<!-- bench:end -->"
 COLUMNS = ["group", "case", "reference", "seconds", "reference seconds", "speed ratio",
@@ -296,7 +305,8 @@ def machine() -> dict:
         except OSError:
             pass
     return {"device": f"{device.type} ({name})", "cores": os.cpu_count(),
-            "torch threads": torch.get_num_threads(), "torch": torch.__version__,
+            "torch threads": torch.get_num_threads(),
+            "OpenMP wait": os.environ.get("OMP_WAIT_POLICY", "default (spin)"), "torch": torch.__version__,
             "transformers": transformers.__version__}
 
 
@@ -398,7 +408,8 @@ def busy_markdown(table: pd.DataFrame) -> str:
     m = table.iloc[0]
     return (shown.to_markdown(index=False)
             + f"\n\nBusy: {m['burners']} background processes each burning a core. Machine: "
-              f"{m['device']}, {m['cores']} cores, torch threads {m['torch threads']}. A busy / quiet "
+              f"{m['device']}, {m['cores']} cores, torch threads {m['torch threads']}, OpenMP wait "
+              f"{m['OpenMP wait']}. A busy / quiet "
               f"time far above (burners + cores) / cores is a collapse, not a fair share of the CPU.")
 
 
