@@ -51,11 +51,21 @@ def _workload():
     return unit
 
 
-def _serve() -> None:
+def _python_workload():
+    """A unit of single-threaded pure-Python work (~0.1-0.2 s on a laptop core): a program that
+    cannot collapse, whose busy / quiet ratio is the machine's fair-share slow-down."""
+    def unit():
+        x = 0
+        for i in range(1_500_000):
+            x += i * i
+    return unit
+
+
+def _serve(kind: str = "torch") -> None:
     """The worker: says "ready", then for each line "N" on stdin runs N units and prints seconds."""
     import time
 
-    unit = _workload()
+    unit = _workload() if kind == "torch" else _python_workload()
     unit()                                                   # warm-up
     print("ready", flush=True)
     for line in sys.stdin:
@@ -79,14 +89,14 @@ def default_env() -> dict[str, str]:
 class Worker:
     """A worker process with `env` (None values: removed) laid over this process's environment."""
 
-    def __init__(self, env: dict[str, str | None]):
+    def __init__(self, env: dict[str, str | None], kind: str = "torch"):
         full = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         for key, value in env.items():
             if value is None:
                 full.pop(key, None)
             else:
                 full[key] = value
-        self.proc = subprocess.Popen([sys.executable, "-m", "course_tools.busy", "--serve"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "course_tools.busy", "--serve", kind],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=full,
                                      cwd=str(ROOT))
         if self.proc.stdout.readline().strip() != "ready":
@@ -121,13 +131,19 @@ class BusyTiming:
 
     @property
     def ratio(self) -> float:
-        """Median busy seconds / median quiet seconds."""
+        """The median over rounds of busy seconds / quiet seconds within the round (the two timed
+        back to back, so a slow spell of the machine between rounds cancels out)."""
+        return statistics.median(b / q for b, q in zip(self.busy, self.quiet))
+
+    @property
+    def ratio_of_medians(self) -> float:
         return statistics.median(self.busy) / statistics.median(self.quiet)
 
     def describe(self) -> str:
         q, b = self.quiet, self.busy
         return (f"quiet {statistics.median(q):.3f} s [{min(q):.3f}-{max(q):.3f}], busy "
-                f"{statistics.median(b):.3f} s [{min(b):.3f}-{max(b):.3f}], ratio {self.ratio:.2f}x")
+                f"{statistics.median(b):.3f} s [{min(b):.3f}-{max(b):.3f}], ratio {self.ratio:.2f}x "
+                f"(paired; of medians {self.ratio_of_medians:.2f}x)")
 
 
 def time_busy(workers: dict[str, Worker], burners: int = 2, rounds: int = 5,
@@ -150,14 +166,14 @@ def main(argv=None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=["torch", "python"], help=argparse.SUPPRESS)
     parser.add_argument("--burners", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--units", type=int, default=1, help="workload units per timing")
     parser.add_argument("--no-default", action="store_true", help="skip the no-policy worker (slow on a busy machine)")
     args = parser.parse_args(argv)
     if args.serve:
-        _serve()
+        _serve(args.serve)
         return 0
     settings = {f"policy ({threads_for(1)} threads, passive)": policy_env(1),
                 "policy, 1 thread (a lesson's limit_threads(1))": thread_env(1),
@@ -168,6 +184,7 @@ def main(argv=None) -> int:
     try:
         for name, env in settings.items():
             workers[name] = Worker(env)
+        workers["reference: 1-thread pure Python (fair share)"] = Worker(thread_env(1), kind="python")
         for name, timing in time_busy(workers, args.burners, args.rounds, args.units).items():
             print(f"{name:48s} {timing.describe()}")
     finally:

@@ -1,9 +1,9 @@
 """course_lib.threads: the thread policy, busy_cores, and a lesson-like workload under load.
 
-The timing test (`test_lesson_like_workload_under_two_burners_stays_within_2x`, ~10-20 s) is built to
+The timing test (`test_lesson_like_workload_under_two_burners_stays_within_2x`, ~20 s) is built to
 hold on a busy 2-core CI machine: it compares the workload with its *own* quiet time, measured in
-the same test, interleaved round by round (quiet first in even rounds, busy first in odd ones), medians
-of 5 rounds; a collapse is many-fold and repeats, a slow spell does not, so a ratio over 2 is measured
+the same test, interleaved round by round (quiet first in even rounds, busy first in odd ones), the median
+over 7 rounds of each round's busy / quiet ratio; a collapse is many-fold and repeats, a slow spell does not, so a ratio over 2 is measured
 again (3 attempts at most) before the test fails. It takes a lock file (`TIMING_LOCK`) so that two
 timing tests of this checkout never run at the same time (pytest-xdist workers, `course check`'s
 parallel pytest processes); other tests running beside it count as background load, which both its
@@ -129,17 +129,24 @@ def _timing_lock():
 
 @pytest.mark.skipif(os.name == "nt", reason="fcntl lock and /proc: POSIX")
 def test_lesson_like_workload_under_two_burners_stays_within_2x():
-    """Under the policy (threads_for(1) threads, idle threads sleeping), 2 background processes
-    burning cores slow a lesson-like workload by under 2x its quiet time, measured in this test.
-    Without the policy (torch's defaults) the same workload collapsed many-fold on a busy 2-core
-    machine (`python -m course_tools.busy`, the report of the Performance II issue)."""
-    from course_tools.busy import Worker, policy_env, time_busy
+    """With the environment `course run` gives a lesson's kernel (`lesson_env`: 1 thread, idle
+    OpenMP threads sleeping), 2 background processes burning cores slow a lesson-like workload by
+    under 2x its quiet time, measured in this test. On a machine that other work already loads (a
+    shared CI runner), a fair share of the CPU alone can cost more than 2x: there the bound is the
+    slow-down of a single-threaded pure-Python program timed in the same rounds (it cannot collapse),
+    with 25% to spare. Without the policy (torch's defaults: every core, spinning OpenMP threads) the
+    same workload collapsed many-fold on a busy 2-core machine (`python -m course_tools.busy`)."""
+    from course_tools.busy import Worker, time_busy
 
-    ratios = []
-    with _timing_lock(), Worker(policy_env(jobs=1)) as worker:
+    attempts = []
+    with _timing_lock(), Worker(threads.lesson_env(jobs=1)) as lesson, \
+            Worker(threads.thread_env(1), kind="python") as reference:
         for _ in range(3):
-            timing = time_busy({"policy": worker}, burners=2, rounds=5, units=1)["policy"]
-            ratios.append(timing.describe())
-            if timing.ratio < 2.0:
+            timing = time_busy({"lesson": lesson, "reference": reference}, burners=2, rounds=7, units=1)
+            bound = max(2.0, 1.25 * timing["reference"].ratio)
+            attempts.append(f"lesson {timing['lesson'].describe()}; reference "
+                            f"{timing['reference'].describe()}; bound {bound:.2f}x")
+            if timing["lesson"].ratio < bound:
                 break
-    assert timing.ratio < 2.0, f"busy / quiet over 2x in every attempt: {ratios}"
+    print("\n".join(attempts))                                      # shown with pytest -s
+    assert timing["lesson"].ratio < bound, f"busy / quiet over the bound in every attempt: {attempts}"
