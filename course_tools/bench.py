@@ -35,11 +35,20 @@ from pathlib import Path
 from typing import Callable
 
 import pandas as pd
-import torch
 
-from course_lib.timing import ratio_range, time_interleaved
+from course_lib.threads import PASSIVE_WAIT
 
-from .runner import BUILD, replace_readme_block
+# Idle OpenMP threads sleep instead of spinning (course_lib.threads): OpenMP reads this when torch
+# loads it, so it is set before torch's import (`course bench` imports torch here first; a value
+# already set is kept). On a busy machine spinning threads stalled torch many-fold (`--busy N`).
+for _key, _value in PASSIVE_WAIT.items():
+    os.environ.setdefault(_key, _value)
+
+import torch  # noqa: E402
+
+from course_lib.timing import ratio_range, time_interleaved  # noqa: E402
+
+from .runner import BUILD, replace_readme_block  # noqa: E402
 
 BENCH_BEGIN, BENCH_END = "<!-- bench:begin -->", "<!-- bench:end -->"
 COLUMNS = ["group", "case", "reference", "seconds", "reference seconds", "speed ratio",
@@ -352,7 +361,8 @@ def machine() -> dict:
         except OSError:
             pass
     return {"device": f"{device.type} ({name})", "cores": os.cpu_count(),
-            "torch threads": torch.get_num_threads(), "torch": torch.__version__,
+            "torch threads": torch.get_num_threads(),
+            "OpenMP wait": os.environ.get("OMP_WAIT_POLICY", "default (spin)"), "torch": torch.__version__,
             "transformers": transformers.__version__}
 
 
@@ -401,6 +411,62 @@ def run_bench(quick: bool = False, out: Path | None = None, cache_dir: Path | No
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
     return table
+
+
+# ---------------------------------------------------------------------------------------------
+# `course bench --busy N`: the same table with N background processes burning cores
+# ---------------------------------------------------------------------------------------------
+
+def busy_table(quiet: pd.DataFrame, busy: pd.DataFrame, burners: int) -> pd.DataFrame:
+    """Per row of the table: seconds quiet and busy, the slow-down busy / quiet, and the row's speed
+    ratio against its reference quiet and busy (within each table the cases were interleaved, so
+    those two are fair; quiet and busy were two runs, one after the other)."""
+    keys = ["group", "case", "reference"]
+    merged = quiet[keys + ["seconds", "speed ratio"]].merge(
+        busy[keys + ["seconds", "speed ratio"]], on=keys, suffixes=(" quiet", " busy"), how="outer")
+    merged["busy / quiet"] = merged["seconds busy"] / merged["seconds quiet"]
+    merged["burners"] = burners
+    for key, value in machine().items():
+        merged[key] = value
+    return merged
+
+
+def run_busy_bench(burners: int, quick: bool = False, out: Path | None = None,
+                   cache_dir: Path | None = None, repeats: int | None = None) -> pd.DataFrame:
+    """The bench table twice, quiet and with `burners` background processes each burning a core
+    (`course_lib.threads.busy_cores`, stopped on the way out, Ctrl-C included); writes
+    build/bench-busy.csv (or `out`) and returns `busy_table`. `repeats` defaults to 3 (5 with
+    `quick`): the point is the collapse, many-fold where it happens, not the last percent."""
+    from course_lib.threads import busy_cores
+
+    out = Path(out) if out is not None else BUILD / "bench-busy.csv"
+    repeats = repeats or (5 if quick else 3)
+    quiet = run_bench(quick=quick, out=out.with_name(out.stem + "-quiet.csv"), cache_dir=cache_dir,
+                      repeats=repeats)
+    with busy_cores(burners):
+        busy = run_bench(quick=quick, out=out.with_name(out.stem + "-loaded.csv"), cache_dir=cache_dir,
+                         repeats=repeats)
+    table = busy_table(quiet, busy, burners)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    return table
+
+
+def busy_markdown(table: pd.DataFrame) -> str:
+    """`course bench --busy N`'s table: slow-down under load, speed vs reference quiet and busy."""
+    shown = pd.DataFrame({
+        "group": table["group"], "case": table["case"], "reference": table["reference"],
+        "busy / quiet time": [_fmt(x, 3) + "×" if not pd.isna(x) else "" for x in table["busy / quiet"]],
+        "speed vs reference, quiet": [_fmt(x, 3) + "×" if not pd.isna(x) else ""
+                                      for x in table["speed ratio quiet"]],
+        "speed vs reference, busy": [_fmt(x, 3) + "×" if not pd.isna(x) else ""
+                                     for x in table["speed ratio busy"]]})
+    m = table.iloc[0]
+    return (shown.to_markdown(index=False)
+            + f"\n\nBusy: {m['burners']} background processes each burning a core. Machine: "
+              f"{m['device']}, {m['cores']} cores, torch threads {m['torch threads']}, OpenMP wait "
+              f"{m['OpenMP wait']}. A busy / quiet "
+              f"time far above (burners + cores) / cores is a collapse, not a fair share of the CPU.")
 
 
 def _fmt(value, digits):

@@ -87,6 +87,11 @@ def cmd_sweep(args) -> int:
 
 def cmd_bench(args) -> int:
     from .bench import markdown, run_bench, update_readme
+    if args.busy:                                       # the same table, quiet and under load
+        from .bench import busy_markdown, run_busy_bench
+        print(busy_markdown(run_busy_bench(args.busy, quick=args.quick, out=args.out)))
+        print(f"seconds and ratios: {args.out or 'build/bench-busy.csv'}")
+        return 0
     table = run_bench(quick=args.quick, out=args.out)
     print(markdown(table))
     print(f"seconds and ratios: {args.out or 'build/bench.csv'}")
@@ -399,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a tiny random BERT and small shapes (seconds)")
     p.add_argument("--out", default=None, help="the CSV (default build/bench.csv)")
     p.add_argument("--update-readme", action="store_true", help="write the speed table of docs/results.md")
+    p.add_argument("--busy", type=int, default=0, metavar="N", help="time the table quiet and with N "
+                   "background processes burning cores; report busy / quiet per row (build/bench-busy.csv)")
     p.set_defaults(func=cmd_bench)
     p = sub.add_parser("store", description="execute lessons in place, storing their outputs")
     p.add_argument("--only", nargs="*")

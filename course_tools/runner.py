@@ -147,10 +147,23 @@ def _lesson_seed(lesson: Lesson) -> int:
     return 0
 
 
+def use_thread_policy(jobs: int = 1) -> dict[str, str]:
+    """Give the lesson kernels started from now on the course's thread policy
+    (`course_lib.threads.lesson_env`): 1 OpenMP/MKL/OpenBLAS thread, as in the tests (tiny models,
+    reproducible bits; never more than the cores shared by `jobs` kernels), idle threads sleeping
+    rather than spinning, so that a busy laptop slows a lesson by its share of the CPU, not
+    many-fold. A variable already set (by the learner, or a sweep run) is kept. Returns what was set."""
+    from course_lib.threads import lesson_env
+
+    added = {key: value for key, value in lesson_env(jobs).items() if key not in os.environ}
+    os.environ.update(added)
+    return added
+
+
 def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 600,
                 out_dir: Path = BUILD / "notebooks") -> pd.DataFrame:
     out_dir.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")  # as in the tests: tiny models, reproducible bits
+    use_thread_policy()
     parameters = {} if seed is None else {"SEED": seed}
     rows = []
     bar = tqdm(lessons, desc="lessons", unit="lesson")
@@ -202,7 +215,7 @@ def update_readme(table: pd.DataFrame, readme: Path = RESULTS) -> None:
 def store(lessons: list[Lesson], timeout: int = 600) -> None:
     """Execute lessons in place (no papermill metadata) so the checked output is stored."""
     from nbclient import NotebookClient
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    use_thread_policy()
     os.environ.setdefault("TQDM_MININTERVAL", "3600")  # one bar line per loop in the stored outputs
     for lesson in tqdm(lessons, desc="store", unit="lesson"):
         nb = nbformat.read(lesson.notebook, as_version=4)

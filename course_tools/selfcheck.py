@@ -25,6 +25,8 @@ from pathlib import Path
 
 import nbformat
 
+from course_lib.threads import thread_env
+
 from . import ROOT
 from .notebook_cells import GRADE_CALL   # a grading cell, read as the grader reads it
 
@@ -128,7 +130,7 @@ def run(paths: list[Path], timeout: float = 900) -> dict[Path, NotebookResult]:
         out = Path(tmp) / "cells.jsonl"
         env = {**os.environ, OUT_ENV: str(out), "PYTHONPATH": str(ROOT),
                "TQDM_MININTERVAL": os.environ.get("TQDM_MININTERVAL", "3600"),
-               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "MPLBACKEND": "Agg"}
+               **thread_env(int(os.environ.get("OMP_NUM_THREADS", "1"))), "MPLBACKEND": "Agg"}
         try:
             proc = subprocess.run(command(paths), cwd=ROOT, env=env, capture_output=True, text=True,
                                   timeout=timeout)

@@ -9,6 +9,8 @@ from pathlib import Path
 import pandas as pd
 from tqdm.std import tqdm
 
+from course_lib.threads import thread_env
+
 from ..manifest import Lesson
 from ..runner import BUILD, INTERRUPTED, execute_lesson, lesson_status
 from .checked_outputs import checked_cells
@@ -30,11 +32,10 @@ def _run_one(lesson: Lesson, run: Run, out_dir: Path, timeout: int) -> tuple[str
     claims_file.unlink(missing_ok=True)
     digest = code_digest(lesson)
     # The kernel inherits these: the claims file, and the thread count for torch and OpenMP.
+    # thread_env: OpenMP/MKL/OpenBLAS at the run's count, idle threads sleeping instead of
+    # spinning (same results; a 2-thread run on a busy machine no longer slows to a crawl)
     env = {"COURSE_CLAIMS_FILE": str(claims_file), "COURSE_TORCH_THREADS": str(run.threads),
-           "OMP_NUM_THREADS": str(run.threads), "TQDM_MININTERVAL": "3600",
-           # idle OpenMP threads sleep instead of spinning: same results, and a 2-thread run on a
-           # busy machine no longer slows to a crawl (measured: 6 min 48 s -> 2 min for lesson 24)
-           "OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0"}
+           "TQDM_MININTERVAL": "3600", **thread_env(run.threads)}
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     try:
