@@ -296,7 +296,7 @@ def cmd_interview(args) -> int:
     else:
         number = None
     if args.rapid:
-        from .interview import rapid_main
+        from .rapid_fire import rapid_main
         return rapid_main(args.lang, args.n, lesson=number)
     if args.whiteboard is not None or args.grade:
         from .whiteboard import main as whiteboard
