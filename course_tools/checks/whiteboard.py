@@ -3,6 +3,10 @@ three classic interview tasks, written against the clock in a plain .py file and
 course's grader (the learner's code runs in the grader's sandbox, these checks here) on hidden
 cases drawn from a fresh seed.
 
+Why one module: one drill's checks, as each checks/lessonNN.py holds one lesson's: the three tasks' items
+share one registry (WHITEBOARD), one DIAGNOSES table that whiteboard_zh.py translates as a whole, and the slip
+search and failure helpers; a grader author reads here everything the drill grades and every mistake it names.
+
 - `wb.sdpa.*`: scaled dot-product attention with a key padding mask, `attention(q, k, v, key_padding_mask)`;
 - `wb.mha.*`: masked multi-head attention, an nn.Module with its own projections;
 - `wb.mlm.*`: BERT's MLM masking (15% selected; 80/10/10; specials never selected; labels -100 elsewhere).
