@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+# This module builds the parser and dispatches (`main`, the `course` entry point); what each command
+# does is course_tools/commands.py.
 from .commands import (cmd_bench, cmd_check, cmd_cheatsheet, cmd_exercises, cmd_grade, cmd_grade_class, cmd_gradescope,
                        cmd_interview, cmd_lab, cmd_list, cmd_progress, cmd_run, cmd_site, cmd_start, cmd_store,
                        cmd_sweep)

@@ -18,11 +18,12 @@ max, seconds, timestamp, per-item points) to `build/whiteboard.jsonl` (or `$COUR
 a full score stops the clock.
 
 `--lang zh` speaks Chinese throughout: the statement, the starter's docstring, the frame and the
-diagnoses (DIAGNOSES in checks/whiteboard.py and GENERIC in whiteboard_zh.py translate the grader's feedback).
+diagnoses (DIAGNOSES in checks/whiteboard.py and GENERIC in whiteboard_zh.py translate the grader's
+feedback).
 
-This module is the drill's terminal session and its files (the starter, the clock, the records) and grades the
-file; the three tasks' texts and starters are whiteboard_tasks.py, the Chinese of the grader's feedback
-whiteboard_zh.py.
+This module is the drill's terminal session, its files (the starter, the clock, the records) and the
+grading of the file; whiteboard_tasks.py holds the three tasks' texts and starters, whiteboard_zh.py
+the Chinese of the grader's feedback.
 """
 from __future__ import annotations
 
