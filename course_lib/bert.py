@@ -1,6 +1,10 @@
 """BERT (Devlin et al. 2019): embeddings, the encoder, the pooler and the pretraining heads
 (lessons 14, 17, 18).
 
+Why one module: BERT as lessons 14, 17 and 18 build it, read top to bottom against the paper: the embeddings,
+the encoder, the pooler, the Hugging Face weight mapping and the pretraining heads share BertConfig and one
+parameter naming, and the lessons import all of it from this one module.
+
 BERT's layer is the Post-LN Transformer encoder layer of Part II
 (`course_lib.transformer.EncoderLayer`) with GELU and LayerNorm eps 1e-12; only the dropout
 sites differ (see `bert_layer`). Parameter names follow Hugging Face where the modules are

@@ -1,5 +1,9 @@
 """Check yourself: a lesson's interview questions, checked against the course's own measurements.
 
+Why one module: one implementation of the items and of their checking, shared by the lesson's Check yourself
+cell, the website and the terminal: parsing a card, the accepted ranges, the check and the quiz's HTML change
+together when an item kind is added, and every lesson imports `check_yourself` from here.
+
 The items live with their lesson, in the notebook's metadata (`metadata.course.interview`, see
 CONTRIBUTING's "Check yourself"), and the lesson's last cell shows them as a small quiz
 (`check_yourself(NN)`): in JupyterLab, on the website, and in the terminal (`course interview`),

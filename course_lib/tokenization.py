@@ -1,5 +1,9 @@
 """BERT's tokenizer, and the BPE and WordPiece trainers (lessons 13-14).
 
+Why one module: lesson 13's comparison: BERT's tokenizer and the BPE and WordPiece trainers side by side, so a
+learner reads them together; both trainers share one merge loop (`_MergeState`) and BERT's normaliser, and the
+lesson imports all three from this one module.
+
 Three layers, as in Hugging Face `tokenizers`:
 
 1. `basic_tokenize(text)`: BERT's normaliser and pre-tokeniser. Drop control characters,

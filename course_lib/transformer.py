@@ -1,5 +1,9 @@
 """The Transformer block and the models built from it (lessons 09, 11, 12; BERT's layer in Part III).
 
+Why one module: Part II's models read as one story: the encoder and decoder layers, their stacks and the two
+models built from them share one mask convention and PyTorch's parameter names (`torch_to_course_state_dict`),
+and the lessons import them all from this one module (a split would change the lessons' imports).
+
 Masks are boolean, True = may attend, broadcastable to (B, n_heads, T_q, T_k) - the
 convention of `course_lib.attention`. (PyTorch's `nn.Transformer*` masks mean the opposite:
 True = NOT allowed; invert them with `~` when comparing.)

@@ -1,5 +1,10 @@
 """`course bench` / `make bench`: how fast is the course's BERT next to Hugging Face's?
 
+Why one module: the three groups below and the busy-machine run (`--busy N`, the same table under
+background load) share one row format, one interleaved timer and the same models and inputs, so
+the table is made and written in one place; the timing statistics themselves live in
+`course_lib.timing` and the busy workers in `course_lib.threads`.
+
 One interleaved run (every case of a group is called once per round, in a rotated order, so a
 slow spell of a shared machine hits all of them alike) of:
 

@@ -9,10 +9,8 @@ same ones the lesson's "Check yourself" cell and the website ask.
 right moves up a box, wrong goes back to box 1; box k is due again after `BOX_DAYS[k]` days, so an
 item answered wrong comes back in the next session and one answered right five times in a month.
 
-`course interview --rapid` asks the rapid-fire questions instead (`course_tools.rapid_fire`: the
-standard interview questions, one-line answers), in random order: the learner answers, sees the
-one-line answer and where the course measures it, and says whether theirs said the same. Rapid fire
-is self-practice: nothing is written to the history.
+`course interview --rapid` asks the rapid-fire questions instead, self-practice with nothing written to
+the history: their drill lives with them in `course_tools.rapid_fire`.
 """
 from __future__ import annotations
 
@@ -27,7 +25,7 @@ from course_lib.quiz import (BOX_DAYS, WORDS, Card, InterviewError, Item, Verdic
                              accepted_range, check, checkable, choice_index, claim_ranges, load_card, parse_card,
                              parse_number, plain_text, short_answers)
 
-from . import ROOT, rapid_fire
+from . import ROOT
 from .grade_log import last_grades
 from .manifest import LESSONS
 
@@ -311,65 +309,6 @@ def main(lesson: int | None, all_lessons: bool, lang: str, n: int, in_order: boo
     say_this = {(card.lesson, l): card.say_this.get(l, "") for card in cards for l in ("en", "zh")}
     run_session(chosen, lang=lang, ranges=ranges, model_answers=say_this, shuffle=not in_order,
                 follow_ups=items)
-    return 0
-
-
-# --- rapid fire ---------------------------------------------------------------------------------
-
-#: What `rapid_session` says, per language (Chinese throughout with --lang zh).
-RAPID_WORDS = {
-    "en": {"header": "[{k}/{n}] rapid fire", "answer": "your answer (one line) > ", "model": "one-line answer: {a}",
-           "where": "measured in lesson {n}, “{cell}”", "source": "not measured in this course: {source}",
-           "same": "did yours say the same? [y/n] > ", "ended": "(input ended: the rest of the session is skipped)",
-           "total": "{same} of {asked} the same (rapid fire is not recorded in the interview history)"},
-    "zh": {"header": "[{k}/{n}] 快问快答", "answer": "一句话作答 > ", "model": "参考答案：{a}",
-           "where": "实测见第 {n} 课，“{cell}”", "source": "本课程未实测：{source}",
-           "same": "你的回答意思相同吗？[y/n] > ", "ended": "（输入结束：其余题目跳过）",
-           "total": "意思相同 {same} / {asked}（快问快答不计入复习记录）"},
-}
-
-
-def rapid_where(entry: dict, lang: str) -> str:
-    """Where the course measures `entry`, or the paper it comes from, as one terminal line."""
-    w = RAPID_WORDS[lang]
-    if entry["lesson"] is not None:
-        return w["where"].format(n=f"{entry['lesson']:02d}",
-                                 cell=cell_name(entry["lesson"], plain_text(entry["cell"]).replace("*", ""), lang))
-    return w["source"].format(source=entry["source"].replace("`", ""))
-
-
-def rapid_session(entries: list[dict], lang: str = "en", read=input, write=print) -> list[bool]:
-    """Ask each entry's question, show its one-line answer and where it is measured, and ask whether
-    the learner's answer said the same. Returns the self-judgements; `read` raises EOFError when
-    the input ends (stops early). Nothing is recorded."""
-    lang = "zh" if lang == "zh" else "en"
-    w = RAPID_WORDS[lang]
-    judged = []
-    for k, entry in enumerate(entries, 1):
-        write(f"\n{w['header'].format(k=k, n=len(entries))}")
-        write(plain_text(entry["q"][lang]))
-        try:
-            read(w["answer"])
-            write(w["model"].format(a=plain_text(entry["a"][lang])))
-            write(rapid_where(entry, lang))
-            said = read(w["same"])
-        except EOFError:
-            write("\n" + w["ended"])
-            break
-        judged.append(said.strip().lower().startswith(("y", "是", "对")))
-    write("\n" + w["total"].format(same=sum(judged), asked=len(judged)))
-    return judged
-
-
-def rapid_main(lang: str, n: int, lesson: int | None = None, rng=None) -> int:
-    """`course interview --rapid`: `n` rapid-fire questions in random order (only `lesson`'s if given)."""
-    import random
-    entries = [e for e in rapid_fire.load() if lesson is None or e["lesson"] == lesson]
-    if not entries:
-        print(f"第 {lesson:02d} 课没有快问快答题目" if lang == "zh" else f"lesson {lesson:02d}: no rapid-fire questions")
-        return 2
-    rng = rng or random.Random()
-    rapid_session(rng.sample(entries, min(n, len(entries)) if n > 0 else len(entries)), lang=lang)
     return 0
 
 

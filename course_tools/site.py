@@ -18,7 +18,8 @@ stored — executed, never re-run. The build is staged in `build/book/`:
   take the theme's look (light and dark), and the mock interview (`interview.md`, from the lessons'
   Check yourself items) asks a round of 5, 10 or 20 questions at a time from the lessons chosen;
 - `_assets/fonts/`: a subset of the system's Noto CJK font holding the Chinese characters the pages
-  use (fontTools, a matplotlib dependency), so Chinese renders on machines without a CJK font;
+  use (fontTools, a matplotlib dependency; `course_tools.site_fonts`), so Chinese renders on machines
+  without a CJK font;
 - `cheatsheet.md` comes from `course_tools.cheatsheet`;
 - MathJax 3 is copied from the `sphinx-mathjax-offline` package into `_assets/mathjax/` (the site's
   `_static/mathjax/`), so pages typeset math with no network. The source folder must not be called
@@ -43,6 +44,7 @@ from . import ROOT
 from . import cheatsheet
 from .manifest import Lesson, available
 from .nbtidy import collapse_streams, strip_test_markers
+from .site_fonts import embed_cjk_font
 
 SITE_SRC = ROOT / "site"
 BUILD = ROOT / "build"
@@ -279,101 +281,6 @@ def stage(lessons: list[Lesson], stage_dir: Path = STAGE) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
     return stage_dir
-
-
-#: The characters drawn from the embedded CJK font: CJK symbols and punctuation, kana, CJK ideographs
-#: (and extension A), compatibility ideographs, full-width forms (，：？).
-CJK_RANGES = [(0x2E80, 0x2FDF), (0x3000, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
-              (0xFE30, 0xFE4F), (0xFF00, 0xFFEF)]
-CJK_FAMILY = "Course CJK"
-FONT_HINT = "install a CJK font (Debian/Ubuntu: `sudo apt-get install -y fonts-noto-cjk`), then `make site` again"
-
-
-def _is_cjk(char: str) -> bool:
-    return any(low <= ord(char) <= high for low, high in CJK_RANGES)
-
-
-def cjk_characters(folder: Path) -> str:
-    """Every CJK character in the staged pages and notebooks (sorted, each once)."""
-    chars: set[str] = set()
-    for path in list(folder.glob("*.md")) + list(folder.glob("*.ipynb")):
-        chars.update(c for c in path.read_text(encoding="utf-8") if _is_cjk(c))
-    return "".join(sorted(chars))
-
-
-def system_cjk_fonts() -> dict[int, tuple[str, int]]:
-    """{weight: (file, index in a collection)} of the system's Noto Sans CJK SC (else any Chinese
-    sans font) in regular (400) and bold (700), from fontconfig; {} when there is none."""
-    try:
-        listing = subprocess.run(["fc-list", ":lang=zh-cn", "file", "index", "family", "weight"],
-                                 capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    found: dict[int, tuple[int, str, int]] = {}
-    for line in listing.splitlines():
-        match = re.match(r"(?P<file>[^:]+): (?P<family>[^:]*):(?P<rest>.*)", line)
-        if not match:
-            continue
-        rest = match.group("rest")
-        index_match = re.search(r"index=(\d+)", rest)
-        index = int(index_match.group(1)) if index_match else 0
-        weight_match = re.search(r"weight=\[?(\d+)", rest)
-        weight = int(weight_match.group(1)) if weight_match else 80
-        css_weight = {80: 400, 200: 700, 210: 700}.get(weight)   # fontconfig: 80 regular, 200 bold
-        if css_weight is None:
-            continue
-        family = match.group("family")
-        rank = (2 if "Sans CJK SC" in family else 1 if "Sans" in family else 0)
-        if rank > found.get(css_weight, (-1, "", 0))[0]:
-            found[css_weight] = (rank, match.group("file"), index)
-    return {weight: (file, index) for weight, (_, file, index) in found.items()}
-
-
-def embed_cjk_font(stage_dir: Path) -> list[Path]:
-    """Write a subset of the system's CJK font (the characters the pages use) into the site, with the
-    CSS that uses it for Chinese only: Chinese then renders wherever the site is opened, with or
-    without a CJK font there. Returns the font files written; [] (with a warning) without a font."""
-    chars = cjk_characters(stage_dir)
-    fonts = system_cjk_fonts()
-    css = stage_dir / "_assets" / "cjk.css"
-    css.parent.mkdir(parents=True, exist_ok=True)
-    if not chars or not fonts:
-        css.write_text("/* no CJK font was found when the site was built: see docs/setup.md (make site) */\n",
-                       encoding="utf-8")
-        if chars:
-            print(f"course site: warning: no Chinese font on this machine, so none is embedded in the site "
-                  f"and its Chinese shows as boxes where the reader has none either: {FONT_HINT}",
-                  file=sys.stderr)
-        return []
-    from fontTools import subset
-    from fontTools.ttLib import TTFont
-
-    written, faces = [], []
-    for weight, (file, index) in sorted(fonts.items()):
-        font = TTFont(file, fontNumber=index, lazy=False)
-        options = subset.Options()
-        options.flavor = "woff"            # zlib: no brotli needed
-        options.layout_features = ["*"]
-        options.name_IDs = ["*"]
-        subsetter = subset.Subsetter(options)
-        subsetter.populate(text=chars)
-        subsetter.subset(font)
-        target = stage_dir / "_assets" / "fonts" / f"cjk-{weight}.woff"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        font.flavor = "woff"
-        font.save(str(target))
-        written.append(target)
-        faces.append(f'@font-face {{ font-family: "{CJK_FAMILY}"; font-weight: {weight}; font-style: normal; '
-                     f'font-display: swap; src: url("fonts/{target.name}") format("woff"); '
-                     f"unicode-range: {', '.join(f'U+{lo:04X}-{hi:04X}' for lo, hi in CJK_RANGES)}; }}")
-    css.write_text(
-        f"/* Generated by course site: the Chinese characters of these pages from {Path(fonts[min(fonts)][0]).name} */\n"
-        + "\n".join(faces) + "\n"
-        f'html {{ --pst-font-family-base: "{CJK_FAMILY}", var(--pst-font-family-base-system); '
-        f'--pst-font-family-heading: "{CJK_FAMILY}", var(--pst-font-family-base-system); '
-        f'--pst-font-family-monospace: var(--pst-font-family-monospace-system), "{CJK_FAMILY}"; }}\n',
-        encoding="utf-8")
-    return written
 
 
 def build(lessons: list[Lesson] | None = None, out: Path = OUT, quiet: bool = True) -> Path:

@@ -18,7 +18,12 @@ max, seconds, timestamp, per-item points) to `build/whiteboard.jsonl` (or `$COUR
 a full score stops the clock.
 
 `--lang zh` speaks Chinese throughout: the statement, the starter's docstring, the frame and the
-diagnoses (DIAGNOSES in checks/whiteboard.py and GENERIC below translate the grader's feedback).
+diagnoses (DIAGNOSES in checks/whiteboard.py and GENERIC in whiteboard_zh.py translate the grader's
+feedback).
+
+This module is the drill's terminal session, its files (the starter, the clock, the records) and the
+grading of the file; whiteboard_tasks.py holds the three tasks' texts and starters, whiteboard_zh.py
+the Chinese of the grader's feedback.
 """
 from __future__ import annotations
 
@@ -26,146 +31,15 @@ import datetime as dt
 import json
 import os
 import random
-import re
-import string
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import ROOT
+from .whiteboard_tasks import ITEM_TITLES, TASKS, command, starter
+from .whiteboard_zh import say
 
 RECORD_ENV = "COURSE_WHITEBOARD_FILE"
 MAX_SOURCE_BYTES = 256 * 1024
-
-
-@dataclass(frozen=True)
-class Task:
-    key: str
-    name: str                 # what the learner defines
-    items: tuple[str, ...]    # the checks (course_tools.checks.whiteboard)
-    minutes: int              # a typical interview's budget
-    title: dict
-    statement: dict
-    code: str                 # the starter's code: imports and the signature, no answer
-
-
-RULES = {"en": "Rules: plain PyTorch. torch.softmax is allowed; F.scaled_dot_product_attention, nn.MultiheadAttention "
-               "and the course's own attention (course_lib) are not, under any name.",
-         "zh": "规则：只用基础的 PyTorch。可以用 torch.softmax；不能用 F.scaled_dot_product_attention、"
-               "nn.MultiheadAttention 和课程自带的注意力实现（course_lib），换个名字也不行。"}
-
-TASKS = {
-    "sdpa": Task(
-        "sdpa", "attention", ("wb.sdpa.unmasked", "wb.sdpa.padding"), 10,
-        {"en": "scaled dot-product attention with a padding mask", "zh": "带填充掩码的缩放点积注意力"},
-        {"en": """Write attention(q, k, v, key_padding_mask=None).
-
-  q: (B, T_q, d_k), k: (B, T_k, d_k), v: (B, T_k, d_v), float tensors (T_q may differ from T_k,
-     d_v from d_k).
-  key_padding_mask: None, or a bool tensor (B, T_k): True = a real token, False = padding.
-     Every query gives the padded keys weight 0. Every sequence has at least one real token.
-
-Return (output, weights):
-  weights (B, T_q, T_k) = softmax(q kᵀ / √d_k) over the keys, padded keys masked out;
-  output (B, T_q, d_v) = weights @ v.
-
-""" + RULES["en"],
-         "zh": """编写 attention(q, k, v, key_padding_mask=None)。
-
-  q: (B, T_q, d_k)，k: (B, T_k, d_k)，v: (B, T_k, d_v)，浮点张量（T_q 可以不等于 T_k，d_v 可以不等于 d_k）。
-  key_padding_mask: None，或布尔张量 (B, T_k)：True 表示真实 token，False 表示填充。
-     每个查询给填充键的权重都是 0。每个序列至少有一个真实 token。
-
-返回 (output, weights)：
-  weights (B, T_q, T_k) = 在键上做 softmax(q kᵀ / √d_k)，遮住填充键；
-  output (B, T_q, d_v) = weights @ v。
-
-""" + RULES["zh"]},
-        "import math\n\nimport torch\n\n\ndef attention(q, k, v, key_padding_mask=None):\n"
-        "    raise NotImplementedError\n"),
-    "mha": Task(
-        "mha", "MultiHeadAttention", ("wb.mha.heads", "wb.mha.padding", "wb.mha.causal"), 20,
-        {"en": "masked multi-head attention", "zh": "带掩码的多头注意力"},
-        {"en": """Write class MultiHeadAttention(nn.Module).
-
-  __init__(self, d_model, num_heads): four nn.Linear(d_model, d_model) layers with a bias, named
-     q_proj, k_proj, v_proj and out_proj. num_heads divides d_model; head_dim = d_model // num_heads.
-  forward(self, query, key, value, key_padding_mask=None, causal=False) -> output (B, T_q, d_model)
-     query: (B, T_q, d_model); key, value: (B, T_k, d_model).
-     Project; split the features into num_heads heads (head h holds features h*head_dim ..
-     (h+1)*head_dim - 1); attend in each head with softmax(q kᵀ / √head_dim); merge the heads back
-     in the same order; apply out_proj.
-     key_padding_mask: None or a bool tensor (B, T_k): True = a real token, False = padding (weight 0).
-     causal: True only for self-attention (T_q == T_k): query i sees the keys j <= i.
-     Every query keeps at least one key. No dropout. Returning (output, weights) is fine too: only
-     the output is graded.
-
-""" + RULES["en"],
-         "zh": """编写 class MultiHeadAttention(nn.Module)。
-
-  __init__(self, d_model, num_heads)：四个带偏置的 nn.Linear(d_model, d_model)，分别命名为
-     q_proj、k_proj、v_proj 和 out_proj。num_heads 整除 d_model；head_dim = d_model // num_heads。
-  forward(self, query, key, value, key_padding_mask=None, causal=False) -> output (B, T_q, d_model)
-     query: (B, T_q, d_model)；key、value: (B, T_k, d_model)。
-     先做投影；把特征拆成 num_heads 个头（第 h 个头是特征 h*head_dim .. (h+1)*head_dim - 1）；
-     每个头内用 softmax(q kᵀ / √head_dim) 计算注意力；按同样的顺序把各头合并回来；最后经过 out_proj。
-     key_padding_mask: None 或布尔张量 (B, T_k)：True 表示真实 token，False 表示填充（权重为 0）。
-     causal: 只在自注意力（T_q == T_k）时为 True：查询 i 只看 j <= i 的键。
-     每个查询至少保留一个键。没有 dropout。也可以返回 (output, weights)：只对 output 评分。
-
-""" + RULES["zh"]},
-        "import math\n\nimport torch\nfrom torch import nn\n\n\nclass MultiHeadAttention(nn.Module):\n"
-        "    def __init__(self, d_model, num_heads):\n        super().__init__()\n"
-        "        raise NotImplementedError\n\n"
-        "    def forward(self, query, key, value, key_padding_mask=None, causal=False):\n"
-        "        raise NotImplementedError\n"),
-    "mlm": Task(
-        "mlm", "mask_tokens", ("wb.mlm.select", "wb.mlm.split"), 15,
-        {"en": "BERT's MLM masking function", "zh": "BERT 的 MLM 遮盖函数"},
-        {"en": """Write mask_tokens(input_ids, special_tokens_mask, vocab_size, mask_token_id, generator=None).
-
-  input_ids: (B, T) token ids (torch.long). special_tokens_mask: bool (B, T), True at [CLS], [SEP]
-     and [PAD]. The ids 0 .. mask_token_id are special; the ordinary ids are
-     mask_token_id + 1 .. vocab_size - 1.
-  generator: a torch.Generator or None; pass it to your random draws.
-
-Return (masked_input_ids, labels), both (B, T) integer tensors; do not modify input_ids.
-  1. Select each ordinary token with probability 15%; special tokens are never selected.
-  2. Of the selected tokens, 80% become mask_token_id, 10% a random ordinary id (uniform), and
-     10% stay unchanged.
-  3. labels: the original id at every selected position, -100 everywhere else.
-
-Rules: plain PyTorch; course_lib.masking and Hugging Face's DataCollatorForLanguageModeling are not
-allowed, under any name.""",
-         "zh": """编写 mask_tokens(input_ids, special_tokens_mask, vocab_size, mask_token_id, generator=None)。
-
-  input_ids: (B, T) 的 token id（torch.long）。special_tokens_mask: 布尔 (B, T)，在 [CLS]、[SEP]、[PAD]
-     处为 True。id 0 .. mask_token_id 是特殊 id；普通 id 是 mask_token_id + 1 .. vocab_size - 1。
-  generator: torch.Generator 或 None；随机抽取时把它传进去。
-
-返回 (masked_input_ids, labels)，都是 (B, T) 的整数张量；不要修改 input_ids。
-  1. 每个普通 token 以 15% 的概率被选中；特殊 token 永远不选。
-  2. 被选中的 token 中，80% 变成 mask_token_id，10% 变成随机的普通 id（均匀抽取），10% 保持不变。
-  3. labels：每个被选中的位置是原始 id，其余位置都是 -100。
-
-规则：只用基础的 PyTorch；不能用 course_lib.masking 和 Hugging Face 的 DataCollatorForLanguageModeling，
-换个名字也不行。"""},
-        "import torch\n\n\n"
-        "def mask_tokens(input_ids, special_tokens_mask, vocab_size, mask_token_id, generator=None):\n"
-        "    raise NotImplementedError\n"),
-}
-
-#: Each item's title in both languages (the checks' docstrings are the English ones).
-ITEM_TITLES = {
-    "wb.sdpa.unmasked": ("no mask: softmax(q kᵀ / √d_k) v and the weights", "无掩码：softmax(q kᵀ / √d_k) v 与权重"),
-    "wb.sdpa.padding": ("key padding mask: padded keys get weight 0", "键填充掩码：填充键权重为 0"),
-    "wb.mha.heads": ("heads: project, split, attend, merge, out_proj", "多头：投影、拆分、注意力、合并、out_proj"),
-    "wb.mha.padding": ("key padding mask, in every head", "键填充掩码（每个头）"),
-    "wb.mha.causal": ("causal mask: query i sees keys j <= i", "因果掩码：查询 i 只看 j <= i 的键"),
-    "wb.mlm.select": ("selection: 15%, never a special token; labels -100 elsewhere",
-                      "选取：15%，不选特殊 token；其余标签为 -100"),
-    "wb.mlm.split": ("80% [MASK], 10% random ordinary id, 10% unchanged", "80% [MASK]、10% 随机普通 id、10% 不变"),
-}
 
 #: The terminal frame, per language (nothing English in zh).
 WORDS = {
@@ -211,83 +85,6 @@ WORDS = {
     },
 }
 
-#: The grader's generic feedback (grading.py, grader.py, shortcuts.py, remote.py) in Chinese; `{field}`s
-#: are carried over. Applied after the checks' own DIAGNOSES.
-GENERIC = (
-    ("not implemented yet (your file still raises NotImplementedError)", "尚未实现（文件仍抛出 NotImplementedError）"),
-    ("not graded: your code uses {what}; this exercise asks you to write it yourself",
-     "不计分：你的代码用了 {what}；这道题要求自己实现"),
-    ("not graded: your code uses {what}; graded code must call functions directly (no dynamic imports or lookups)",
-     "不计分：你的代码用了 {what}；被评分的代码必须直接调用函数（不能动态导入或动态查找）"),
-    ("your code calls {what}, which this exercise asks you not to use (write it yourself)",
-     "你的代码调用了 {what}，这道题不允许使用（请自己实现）"),
-    (", which runs ", "，它运行 "),
-    (" (the kernel of {what})", "（{what} 的内核）"),
-    ("{name} has shape {got}, expected {expected}", "{name} 的形状是 {got}，应为 {expected}"),
-    (" - the same sizes in another order: a missing or extra transpose?", "——尺寸相同但顺序不同：少了或多了一次转置？"),
-    (" - the same number of elements: a wrong view/reshape?", "——元素个数相同：view/reshape 用错了？"),
-    ("{name} differs from the reference: max |difference| {diff} at index {index} (got {got}, expected {expected}; "
-     "tolerance {tol})", "{name} 与参考答案不符：最大差值 {diff}，位置 {index}（得到 {got}，应为 {expected}；容差 {tol}）"),
-    ("{name} contains NaN (first at index {index}); a fully masked row or a division by zero?",
-     "{name} 含有 NaN（首个位于 {index}）：某一行被完全遮住，或除以了零？"),
-    ("{name} should be a torch.Tensor, got {got}", "{name} 应为 torch.Tensor，实际是 {got}"),
-    ("forward should return a tuple ({names}), got {got}", "forward 应返回元组 ({names})，实际是 {got}"),
-    ("return a tuple ({names}), got {got}", "应返回元组 ({names})，实际是 {got}"),
-    ("a {kind} of {n} values", "含 {n} 个值的 {kind}"),
-    ("took longer than {seconds} s (an infinite loop?)", "运行超过 {seconds} 秒（死循环？）"),
-    ("your code ended the process: {why}", "你的代码使进程退出：{why}"),
-    ("{name} is not defined", "{name} 未定义"),
-    ("; your file raised {error}", "；文件运行时抛出了 {error}"),
-    ("your file took longer than {seconds} s to run", "文件运行超过 {seconds} 秒"),
-    ("your code raised {error}", "你的代码抛出了 {error}"),
-    ("your result", "你的结果"),
-)
-
-
-def _pattern(template: str) -> re.Pattern:
-    """A regex for the text `template` formats to: each field matches any text (the first, when it opens
-    the template, one word - or "your result")."""
-    out, parts, seen = [], list(string.Formatter().parse(template)), set()
-    for k, (literal, field, _, _) in enumerate(parts):
-        out.append(re.escape(literal))
-        if field is None:
-            continue
-        if field in seen:                                   # the same value again
-            out.append(f"(?P={field})")
-        elif k == 0 and not literal:
-            out.append(f"(?P<{field}>your result|[^\\s\\]]+)")
-        elif k == len(parts) - 1:
-            out.append(f"(?P<{field}>.+)")
-        else:
-            out.append(f"(?P<{field}>.+?)")
-        seen.add(field)
-    return re.compile("".join(out), re.S)
-
-
-def _table():
-    from .checks.whiteboard import DIAGNOSES
-    pairs = sorted(DIAGNOSES.values(), key=lambda p: len(p[0]), reverse=True) + list(GENERIC)
-    return [(_pattern(en), zh) for en, zh in pairs]
-
-
-_TABLE: list = []
-
-
-def to_zh(feedback: str) -> str:
-    """The grader's (English) feedback in Chinese: the diagnoses, then the generic sentences."""
-    if not _TABLE:
-        _TABLE.extend(_table())
-    for pattern, zh in _TABLE:
-        feedback = pattern.sub(lambda m, zh=zh: zh.format(**m.groupdict()), feedback)
-    return feedback
-
-
-def say(feedback: str, lang: str) -> str:
-    feedback = feedback.replace("(the cell still raises NotImplementedError)",
-                                "(your file still raises NotImplementedError)")
-    return to_zh(feedback) if lang == "zh" else feedback
-
-
 # ---------------------------------------------------------------- files: the starter, the clock, the records
 
 def whiteboard_dir() -> Path:
@@ -304,21 +101,6 @@ def _shown(path: Path) -> str:
         return path.relative_to(ROOT).as_posix()
     except ValueError:
         return str(path)
-
-
-def command(task: str, lang: str, grade: bool = False) -> str:
-    return f"course interview --whiteboard {task}" + (" --grade" if grade else "") + (" --lang zh" if lang == "zh" else "")
-
-
-def starter(task: str, lang: str = "en") -> str:
-    """The starter file: the statement as its docstring, then the imports and the signature."""
-    spec = TASKS[task]
-    lang = "zh" if lang == "zh" else "en"
-    head = (f"{spec.title[lang]} - whiteboard drill, about {spec.minutes} minutes." if lang == "en"
-            else f"白板练习：{spec.title[lang]}，建议用时约 {spec.minutes} 分钟。")
-    done = (f"When done: press Enter in the terminal that started the clock, or run\n    {command(task, lang, True)}"
-            if lang == "en" else f"完成后：在开始计时的终端里按回车，或运行\n    {command(task, lang, True)}")
-    return f'"""{head}\n\n{spec.statement[lang]}\n\n{done}\n"""\n{spec.code}'
 
 
 def _clock_path() -> Path:

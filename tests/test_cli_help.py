@@ -4,7 +4,7 @@ what to do next."""
 import pandas as pd
 import pytest
 
-from course_tools import cli
+from course_tools import cli, commands
 
 pytestmark = pytest.mark.unit
 
@@ -41,7 +41,7 @@ def test_course_run_ends_with_what_to_do_next(monkeypatch, tmp_path, capsys):
     summary.write_text("| lesson |\n")
     monkeypatch.setattr(runner, "run_lessons", lambda lessons, seed, timeout: pd.DataFrame({"claims held": ["yes"]}))
     monkeypatch.setattr(runner, "write_summary", lambda table, seed: summary)
-    monkeypatch.setattr(cli, "ROOT", tmp_path)
+    monkeypatch.setattr(commands, "ROOT", tmp_path)
     assert cli.main(["run", "--only", "00"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last == cli.NEXT_STEP and "make lab" in last and "course start 00" in last
+    assert last == commands.NEXT_STEP and "make lab" in last and "course start 00" in last

@@ -34,7 +34,7 @@ SOURCES = [  # (files, groups)
     ("tests/**/*.py", ("runtime", "test")),
     ("browser_tests/**/*.py", ("runtime", "test", "site")),
 ]
-SITE_CODE = {"course_tools/site.py"}  # builds the website: may use the site extra
+SITE_CODE = {"course_tools/site.py", "course_tools/site_fonts.py"}  # build the website: may use the site extra
 
 
 def _imports(source: str):

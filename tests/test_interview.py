@@ -328,7 +328,7 @@ def test_a_chinese_session_prints_no_english_frame_words(tmp_path, monkeypatch, 
         return "y" if "[y/n]" in prompt else "1" if "数字" in prompt else "a"
     interview.run_session(items, lang="zh", read=read, write=shown.append, ranges=ranges, follow_ups=items,
                           model_answers={(c.lesson, "zh"): c.say_this["zh"] for c in cards}, rng=random.Random(0))
-    interview.rapid_session(entries, lang="zh", read=read, write=shown.append)
+    rapid_fire.rapid_session(entries, lang="zh", read=read, write=shown.append)
     assert interview.main(0, False, "zh", 1) == 2                  # lesson 00 has no items: said in Chinese
     shown.append(capsys.readouterr().out)
     left = {}

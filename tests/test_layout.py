@@ -279,3 +279,48 @@ def test_the_library_never_imports_the_machinery():
     wrong = sorted(f"{m} -> {d} (line {line})" for m, deps in graph.items() if m.split(".")[0] == "course_lib"
                    for d, line in deps.items() if d.split(".")[0] == "course_tools")
     assert not wrong, wrong
+
+
+# --------------------------------------------------------------------------- module size
+
+MAX_MODULE_LINES = 400
+WHY_MARKER = "Why one module:"
+MIN_REASON_CHARS = 40
+
+
+def long_module_reason(path) -> str | None:
+    """The reason a module states in its docstring for holding more than MAX_MODULE_LINES lines: the
+    text of the docstring's paragraph that starts with WHY_MARKER, or None when there is none."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    for paragraph in doc.split("\n\n"):
+        if paragraph.lstrip().startswith(WHY_MARKER):
+            return " ".join(paragraph.strip()[len(WHY_MARKER):].split())
+    return None
+
+
+def test_a_module_over_400_lines_states_why_at_its_top():
+    """One job per module, and none over ~400 lines without a reason: a long module's docstring has a
+    paragraph starting `Why one module:` that says why its parts belong together (at least 40
+    characters). Otherwise split it by job. Nothing is excluded by name."""
+    offenders = []
+    for name, (path, _) in sorted(_modules().items()):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines <= MAX_MODULE_LINES:
+            continue
+        reason = long_module_reason(path)
+        if reason is None:
+            offenders.append(f"{path.relative_to(ROOT)} ({lines} lines): no '{WHY_MARKER}' paragraph in its "
+                             "docstring")
+        elif len(reason) < MIN_REASON_CHARS:
+            offenders.append(f"{path.relative_to(ROOT)} ({lines} lines): the reason {reason!r} is under "
+                             f"{MIN_REASON_CHARS} characters")
+    assert not offenders, (f"modules over {MAX_MODULE_LINES} lines: split each by job, or state why it is one "
+                           "module\n  " + "\n  ".join(offenders))
+
+
+def test_the_long_module_reason_is_read_from_the_docstring(tmp_path):
+    path = tmp_path / "long.py"
+    path.write_text('"""A module.\n\nWhy one module: its two halves\n  change together.\n"""\nx = 1\n')
+    assert long_module_reason(path) == "its two halves change together."
+    path.write_text('"""A module."""\n# Why one module: a comment is not the docstring\n')
+    assert long_module_reason(path) is None

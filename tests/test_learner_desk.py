@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_tools import ROOT, cli, exercises, lab, progress, runner, selfcheck, workspace
+from course_tools import ROOT, cli, commands, exercises, lab, progress, runner, selfcheck, workspace
 from course_tools.manifest import LESSONS
 from tests.exercise00 import ANSWER as ANSWER00, EXERCISE as EXERCISE00
 
@@ -202,7 +202,7 @@ def test_lab_server_has_the_environment_bin_first_on_path_and_plain_shell_termin
 def test_course_lab_passes_unknown_arguments_to_jupyterlab(monkeypatch, desk):
     calls = []
     monkeypatch.setattr(lab, "configure", lambda *a, **k: [])
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, **kw: calls.append((cmd, kw)) or 0)
+    monkeypatch.setattr(commands.subprocess, "call", lambda cmd, **kw: calls.append((cmd, kw)) or 0)
     assert cli.main(["lab", "--port", "8899"]) == 0
     cmd, kw = calls[-1]
     assert cmd[-2:] == ["--port", "8899"] and kw["env"]["PATH"].startswith(str(lab.bin_dir()))

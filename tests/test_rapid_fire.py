@@ -98,7 +98,7 @@ def test_a_rapid_session_shows_each_answer_and_where_and_counts_the_self_judgeme
     entries = [ENTRIES[0], next(e for e in ENTRIES if e["source"])]
     answers = iter(["variance", "y", "no idea", "n"])
     shown = []
-    judged = interview.rapid_session(entries, lang="en", read=lambda prompt: next(answers), write=shown.append)
+    judged = rapid_fire.rapid_session(entries, lang="en", read=lambda prompt: next(answers), write=shown.append)
     assert judged == [True, False]
     text = "\n".join(shown)
     assert entries[0]["a"]["en"] in text and "measured in lesson 01" in text

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from course_tools import whiteboard
+from course_tools import whiteboard, whiteboard_zh
 from course_tools.checks.whiteboard import DIAGNOSES, WHITEBOARD, said
 from course_tools.grading import load_all, run_check
 from tests import whiteboard_answers as A
@@ -103,7 +103,7 @@ def test_a_plausible_mistake_scores_zero_on_its_item_with_the_diagnosis(task, ke
     source, item = A.MISTAKES[task][key]
     results = _in_process(task, source)
     assert results[item].points == 0 and not results[item].passed
-    assert whiteboard._pattern(DIAGNOSES[key][0]).search(results[item].feedback), results[item].feedback
+    assert whiteboard_zh._pattern(DIAGNOSES[key][0]).search(results[item].feedback), results[item].feedback
 
 
 def test_at_least_three_mistakes_per_task_are_diagnosed():
@@ -138,7 +138,7 @@ def test_the_drill_checks_stay_out_of_the_lessons_registry():
 def test_every_diagnosis_reads_in_chinese(key):
     en, zh = DIAGNOSES[key]
     values = {f: f"<{f}>" for f in re.findall(r"{(\w+)}", en)}
-    assert whiteboard.to_zh(f"[case] {en.format(**values)}") == f"[case] {zh.format(**values)}"
+    assert whiteboard_zh.to_zh(f"[case] {en.format(**values)}") == f"[case] {zh.format(**values)}"
 
 
 # Words a Chinese transcript may show in Latin letters: code and names (identifiers with `_`, `.`, `:` or

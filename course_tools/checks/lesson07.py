@@ -3,6 +3,10 @@ norm where the lesson did not go), a BatchNorm over the real tokens of a padded 
 statistics (train and eval modes), and, predicted first, how much one sentence's output moves when its
 neighbours, its padding or its batch change, under LayerNorm and BatchNorm in each mode.
 
+Why one module: one lesson's checks, as every checks/lessonNN.py: the RMSNorm, BatchNorm and batch-dependence
+items, their references (`simulate`: a masked BatchNorm written out with each known slip) and their diagnoses
+read together with lesson 07, in the lesson's order.
+
 Feedback compares a wrong measurement with the known slips and says which one it matches."""
 import copy
 import math

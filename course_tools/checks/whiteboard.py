@@ -3,6 +3,10 @@ three classic interview tasks, written against the clock in a plain .py file and
 course's grader (the learner's code runs in the grader's sandbox, these checks here) on hidden
 cases drawn from a fresh seed.
 
+Why one module: one drill's checks, as each checks/lessonNN.py holds one lesson's: the three tasks' items
+share one registry (WHITEBOARD), one DIAGNOSES table that whiteboard_zh.py translates as a whole, and the slip
+search and failure helpers; a grader author reads here everything the drill grades and every mistake it names.
+
 - `wb.sdpa.*`: scaled dot-product attention with a key padding mask, `attention(q, k, v, key_padding_mask)`;
 - `wb.mha.*`: masked multi-head attention, an nn.Module with its own projections;
 - `wb.mlm.*`: BERT's MLM masking (15% selected; 80/10/10; specials never selected; labels -100 elsewhere).
@@ -563,17 +567,24 @@ def _check_selection(case, ids, special, masked, labels, mask_id):
         _fail(case, "changed_unlabelled", count=int(changed.sum()))
 
 
+def _masked_batch(fn, rng, layout: str, vocab_size: int, rows: int, length: int):
+    """A fresh batch masked by the learner's `fn` (its own generator), the selection checked:
+    (case, input_ids, special_tokens_mask, mask_token_id, masked_input_ids, labels)."""
+    mask_id = LAYOUTS[layout]["mask"]
+    ids, special = mlm_batch(rng, rows, length, vocab_size, layout)
+    case = f"input_ids {_shape(ids)}, vocab_size={vocab_size}, mask_token_id={mask_id}"
+    generator = torch.Generator().manual_seed(randint(rng, 0, 2**31))
+    masked, labels = _call_mlm(fn, case, ids, special, vocab_size, mask_id, generator)
+    _check_selection(case, ids, special, masked, labels, mask_id)
+    return case, ids, special, mask_id, masked, labels
+
+
 @exercise("wb.mlm.select", points=2, uses="mask_tokens", forbids=MLM_FORBIDS, registry=WHITEBOARD)
 def check_mlm_select(fn, rng):
     """15% of the ordinary tokens selected, specials never; labels: the original id where selected, -100 elsewhere."""
     seen = []
     for layout, vocab_size in (("course", 500), ("bert", 3000), ("course", 80)):
-        mask_id = LAYOUTS[layout]["mask"]
-        ids, special = mlm_batch(rng, 160, 64, vocab_size, layout)
-        case = f"input_ids {_shape(ids)}, vocab_size={vocab_size}, mask_token_id={mask_id}"
-        generator = torch.Generator().manual_seed(randint(rng, 0, 2**31))
-        masked, labels = _call_mlm(fn, case, ids, special, vocab_size, mask_id, generator)
-        _check_selection(case, ids, special, masked, labels, mask_id)
+        case, ids, special, mask_id, masked, labels = _masked_batch(fn, rng, layout, vocab_size, 160, 64)
         ordinary = ~special
         n = int(ordinary.sum())
         share = float((labels != IGNORE)[ordinary].float().mean())
@@ -593,12 +604,7 @@ def check_mlm_select(fn, rng):
 def check_mlm_split(fn, rng):
     """Of the selected: 80% [MASK], 10% a uniform random ordinary id, 10% unchanged."""
     for layout, vocab_size in (("course", 64), ("bert", 5000)):
-        mask_id = LAYOUTS[layout]["mask"]
-        ids, special = mlm_batch(rng, 400, 128, vocab_size, layout)
-        case = f"input_ids {_shape(ids)}, vocab_size={vocab_size}, mask_token_id={mask_id}"
-        generator = torch.Generator().manual_seed(randint(rng, 0, 2**31))
-        masked, labels = _call_mlm(fn, case, ids, special, vocab_size, mask_id, generator)
-        _check_selection(case, ids, special, masked, labels, mask_id)
+        case, ids, special, mask_id, masked, labels = _masked_batch(fn, rng, layout, vocab_size, 400, 128)
         selected = labels != IGNORE
         n = int(selected.sum())
         k = vocab_size - mask_id - 1                       # the ordinary ids
