@@ -29,8 +29,11 @@ $(LABSET): $(STAMP) course_tools/lab.py
 course: install
 	$(BIN)/course run
 
+# Two worker processes (pytest-xdist), each taking whole test files, the longest first (conftest.py)
+TEST_WORKERS ?= 2
+
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lab: install
 	$(BIN)/course lab

@@ -39,6 +39,13 @@ BY_FILE = {
     "test_verdicts.py": "grader", "test_corpus.py": "grader",
 }
 
+#: The slowest test files, slowest first (measured with `pytest --durations`); the rest follow in
+#: collection order.
+LONGEST_FIRST = ["test_lessons.py", "test_selfcheck.py", "test_grading.py", "test_corpus.py",
+                 "test_grader_attacks.py", "test_grader_fairness.py", "test_grader_class.py",
+                 "test_shortcut_kernels.py", "test_check_seeds.py", "test_gradebook.py", "test_verdicts.py",
+                 "test_whiteboard.py", "test_evidence.py", "test_runner.py", "test_learner_desk.py"]
+
 
 def pytest_addoption(parser):
     parser.addoption("--seeds", type=int, default=4,
@@ -63,3 +70,7 @@ def pytest_collection_modifyitems(config, items):
         else:
             kind = BY_FILE.get(path.name, "unit")
         item.add_marker(getattr(pytest.mark, kind))
+    # The longest files first: `make test` hands whole files to two workers (pytest-xdist,
+    # `--dist loadfile`), so a long file started last would leave one core idle at the end.
+    items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
+               else len(LONGEST_FIRST))
