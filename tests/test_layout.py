@@ -7,6 +7,7 @@ import ast
 import graphlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -324,3 +325,36 @@ def test_the_long_module_reason_is_read_from_the_docstring(tmp_path):
     assert long_module_reason(path) == "its two halves change together."
     path.write_text('"""A module."""\n# Why one module: a comment is not the docstring\n')
     assert long_module_reason(path) is None
+
+
+# --------------------------------------------------------------------------- the house map
+
+HOUSE_MAP_HEADER = "| module | owns |"
+
+
+def house_map() -> dict[str, str]:
+    """CONTRIBUTING.md's one-screen map of course_tools: {module under course_tools, dotted (rows name it
+    as a path, `grader/run.py`; a package by its folder, `grader/`; `checks/lessonNN.py` for the
+    per-lesson checks): what it owns}."""
+    lines = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index(next(line for line in lines if line.startswith(HOUSE_MAP_HEADER)))
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        name, owns = (cell.strip() for cell in line.strip().strip("|").split("|", 1))
+        name = name.strip("`").removeprefix("course_tools/").removesuffix(".py").rstrip("/").replace("/", ".")
+        rows[name] = owns
+    return rows
+
+
+def test_the_house_map_names_every_module_of_the_machinery_and_only_those():
+    """The map a newcomer reads first stays in step with course_tools: add, split or move a module and
+    its row with it (one row per module, what it owns in a few words)."""
+    actual = {re.sub(r"lesson\d\d$", "lessonNN", name.removeprefix("course_tools."))
+              for name in _modules() if name.startswith("course_tools.")}
+    mapped = house_map()
+    assert not actual - set(mapped), f"modules missing from CONTRIBUTING.md's house map: {sorted(actual - set(mapped))}"
+    assert not set(mapped) - actual, f"rows of the house map with no module: {sorted(set(mapped) - actual)}"
+    thin = sorted(name for name, owns in mapped.items() if len(owns) < 12)
+    assert not thin, f"say what these own: {thin}"
