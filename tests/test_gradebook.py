@@ -20,7 +20,7 @@ from course_tools import ROOT
 from course_tools.gradebook import (LmsName, RosterError, cell, lms_name, match, read_roster, readable, submissions,
                                     write_csv)
 from course_tools.grader import item_seed
-from course_tools.grading import load_all
+from course_tools.grader.authoring import load_all
 from tests.exercise00 import POINTS as POINTS00
 
 pytestmark = pytest.mark.grader

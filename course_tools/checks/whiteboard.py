@@ -26,7 +26,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import (CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tensor,
+from ..grader.authoring import (CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tensor,
                        expect_tuple, randint)
 from ..shortcuts import ATTENTION
 

@@ -1,31 +1,35 @@
-"""The byte format between the grader and the learner's process.
+"""The byte format between the grader and the learner's process, both directions (the frames
+that carry it: channel.py).
 
-Grader -> learner: a pickle (the learner's process is the untrusted side; unpickling what the
-grader sends cannot harm the grader). Learner -> grader: never a pickle. A reply is a JSON
-header plus raw tensor bytes, decoded by `decode` into plain data only: None, bool, int, float,
-str, list, tuple, dict, torch.Size, torch.dtype and plain `torch.Tensor`s of an allowed dtype
-(bools re-derived from bytes, so no odd bit patterns). Handles to the learner's other objects
-come back as tags that the grader turns into its own proxies. Nothing the learner sends is
-ever executed, unpickled or formatted with the learner's methods in the grader.
+Grader -> learner: a pickle (`RequestPickler`; the learner's process is the untrusted side:
+unpickling what the grader sends cannot harm the grader). Tensors travel as raw bytes and are
+rebuilt there by `rebuild_tensor`; the grader's own modules and parameters as numbered "origins",
+so that the grader sees its own object again when the learner's code returns or stores one; the
+learner's objects the grader holds proxies of as their handles (`RequestUnpickler` resolves both).
 
-Each frame is an 8-byte big-endian length followed by the payload.
+Learner -> grader: never a pickle. A reply (`pack_reply`) is a JSON header plus raw tensor bytes,
+decoded by `Decoder` into plain data only: None, bool, int, float, str, list, tuple, dict,
+torch.Size, torch.dtype and plain `torch.Tensor`s of an allowed dtype (bools re-derived from
+bytes, so no odd bit patterns). Handles to the learner's other objects come back as tags that the
+grader turns into its own proxies (proxy.py). Nothing the learner sends is ever executed,
+unpickled or formatted with the learner's methods in the grader.
 """
 from __future__ import annotations
 
+import io
 import json
+import pickle
 import struct
 
 import torch
+from torch import nn
+
+from .errors import ProtocolError
 
 DTYPES = {name: getattr(torch, name) for name in (
     "float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
     "complex64", "complex128")}
 DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
-HEADER = struct.Struct(">Q")
-
-
-class ProtocolError(BaseException):   # not swallowed by a check's `except Exception`
-    """The learner's process sent something that is not a well-formed reply."""
 
 
 # ------------------------------------------------------------ tensors as bytes (both sides)
@@ -58,18 +62,115 @@ def tensor_from_bytes(name: str, shape, data: bytes) -> torch.Tensor:
     return raw.view(dtype).reshape(shape).clone()
 
 
-# ------------------------------------------------------------ framing
+# ------------------------------------------------------------ requests (grader -> learner)
 
-def frame(payload: bytes) -> bytes:
-    return HEADER.pack(len(payload)) + payload
+class RequestPickler(pickle.Pickler):
+    """Pickles a request. `refs` is the grader's side of the identities (proxy.Remote):
+    `handle_of(obj)` (a proxy's handle in the learner's process, or None), `origin_of(obj)` (the
+    number of a module or parameter already sent, or None) and `new_origin(obj)`."""
 
+    def __init__(self, file, refs):
+        super().__init__(file, protocol=4)
+        self.refs = refs
+        self.grad_inputs: list[torch.Tensor] = []   # the tensors sent that require grad, in order
+        self.wrapping: set[int] = set()
+
+    def persistent_id(self, obj):
+        handle = self.refs.handle_of(obj)
+        if handle is not None:
+            return ("H", handle)
+        n = self.refs.origin_of(obj)
+        if n is not None and id(obj) not in self.wrapping:
+            return ("O", n)
+        return None
+
+    def reducer_override(self, obj):
+        if isinstance(obj, (nn.Module, nn.Parameter)):
+            if id(obj) in self.wrapping:     # the object itself, inside its own registration
+                return NotImplemented
+            self.wrapping.add(id(obj))
+            return (register_origin, (self.refs.new_origin(obj), obj))
+        if isinstance(obj, torch.Tensor):
+            name, shape, data = tensor_bytes(obj)
+            if obj.requires_grad:
+                self.grad_inputs.append(obj)
+            return (rebuild_tensor, (name, shape, data, bool(obj.requires_grad)))
+        if isinstance(obj, torch.Generator):
+            return (rebuild_generator, (obj.get_state(),))
+        return NotImplemented
+
+
+def encode_request(message: dict, refs) -> tuple[bytes, RequestPickler]:
+    """The request's bytes, and its pickler (which remembers the tensors sent that require grad)."""
+    buffer = io.BytesIO()
+    pickler = RequestPickler(buffer, refs)
+    pickler.dump(message)
+    return buffer.getvalue(), pickler
+
+
+# What a request's pickle calls on the learner's side. The grader's pickler names these functions;
+# `RequestUnpickler` (in the learner's process) answers each name with its own method.
+def rebuild_tensor(name, shape, data, requires_grad):
+    raise RuntimeError("called by RequestUnpickler only")
+
+
+def rebuild_generator(state):
+    raise RuntimeError("called by RequestUnpickler only")
+
+
+def register_origin(n, obj):
+    raise RuntimeError("called by RequestUnpickler only")
+
+
+class RequestUnpickler(pickle.Unpickler):
+    """The learner's side of a request. `handles`: the learner's objects the grader holds proxies
+    of; `origins`: the grader's modules and parameters received so far; `on_origin(n, obj)`
+    numbers a newly received one. `received_grad`: the tensors received that require grad."""
+
+    REBUILT = ("rebuild_tensor", "rebuild_generator", "register_origin")
+
+    def __init__(self, payload: bytes, handles: dict, origins: dict, on_origin):
+        super().__init__(io.BytesIO(payload))
+        self.handles, self.origins, self.on_origin = handles, origins, on_origin
+        self.received_grad: list[torch.Tensor] = []
+
+    def persistent_load(self, pid):
+        kind, n = pid
+        if kind == "H":
+            return self.handles[n]
+        if kind == "O":
+            return self.origins[n]
+        raise pickle.UnpicklingError("unknown reference")
+
+    def find_class(self, module, name):
+        if module == __name__ and name in self.REBUILT:
+            return getattr(self, "_" + name)
+        return super().find_class(module, name)
+
+    def _rebuild_tensor(self, name, shape, data, requires_grad):
+        t = tensor_from_bytes(name, shape, data)
+        if requires_grad:
+            t.requires_grad_(True)
+            self.received_grad.append(t)
+        return t
+
+    @staticmethod
+    def _rebuild_generator(state):
+        g = torch.Generator()
+        g.set_state(state)
+        return g
+
+    def _register_origin(self, n, obj):
+        return self.on_origin(n, obj)
+
+
+# ------------------------------------------------------------ replies (learner -> grader)
 
 def pack_reply(header: dict, blobs: list[bytes]) -> bytes:
+    """A reply's bytes (the learner's side): the JSON header's length, the header, the tensors' bytes."""
     text = json.dumps(header, allow_nan=True).encode("utf-8")
-    return frame(struct.pack(">I", len(text)) + text + b"".join(blobs))
+    return struct.pack(">I", len(text)) + text + b"".join(blobs)
 
-
-# ------------------------------------------------------------ strict decoding (grader side)
 
 MAX_DEPTH = 40
 MAX_ITEMS = 1_000_000
