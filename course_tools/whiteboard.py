@@ -10,7 +10,7 @@ Three classic interview tasks, each a function or class to write from a blank pa
 statement as its docstring and the signature, never the answer; an earlier attempt is kept in
 `work/whiteboard/attempts/`), starts the clock and waits: the learner writes the answer in their
 editor and presses Enter. The file is then graded like an exercise notebook - the static shortcut
-check (shortcuts.py), then the learner's code in the grader's sandbox (sandbox.py, remote.py) and
+check (shortcuts.py), then the learner's code in the grader's sandbox (grader/channel.py, grader/proxy.py) and
 the checks (checks/whiteboard.py) on hidden cases of a fresh seed - and each item's verdict is
 printed with its diagnosis, with the minutes taken. `--grade` grades the file later (another
 terminal, after a break: the clock kept running). Each grading appends a record (task, points,
@@ -211,7 +211,7 @@ WORDS = {
     },
 }
 
-#: The grader's generic feedback (grading.py, grader.py, shortcuts.py, remote.py) in Chinese; `{field}`s
+#: The grader's generic feedback (grader/run.py, grader/authoring.py, shortcuts.py, grader/proxy.py) in Chinese; `{field}`s
 #: are carried over. Applied after the checks' own DIAGNOSES.
 GENERIC = (
     ("not implemented yet (your file still raises NotImplementedError)", "尚未实现（文件仍抛出 NotImplementedError）"),

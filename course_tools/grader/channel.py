@@ -26,8 +26,7 @@ from pathlib import Path
 
 from .. import ROOT
 from .errors import LearnerDied, NotebookTimeout, ProtocolError, SandboxError, Timeout
-from .isolation import (Limits, become_subreaper, closed_ancestor, confine, open_temp_dir, sandbox_uid, sweep,
-                        topmost)
+from .isolation import Limits, become_subreaper, confine, open_temp_dir, sandbox_uid, sweep, topmost
 
 FRAME = struct.Struct(">Q")   # a frame's length, in front of its payload (both sides)
 

@@ -100,12 +100,16 @@ class RequestPickler(pickle.Pickler):
         return NotImplemented
 
 
-def encode_request(message: dict, refs) -> tuple[bytes, RequestPickler]:
-    """The request's bytes, and its pickler (which remembers the tensors sent that require grad)."""
+def exchange(channel, message: dict, refs) -> tuple[Decoder, RequestPickler]:
+    """One request down the channel and its reply back: the decoded reply, and the request's
+    pickler (which remembers the tensors sent that require grad). `refs` (proxy.Remote) also
+    turns the reply's references into objects: `proxy(n, cls)`, `mirror(n, tensor, requires_grad)`,
+    `origin(n)`."""
     buffer = io.BytesIO()
     pickler = RequestPickler(buffer, refs)
     pickler.dump(message)
-    return buffer.getvalue(), pickler
+    reply = channel.exchange(buffer.getvalue())
+    return Decoder(reply, refs.proxy, refs.mirror, refs.origin), pickler
 
 
 # What a request's pickle calls on the learner's side. The grader's pickler names these functions;
@@ -177,8 +181,8 @@ MAX_ITEMS = 1_000_000
 
 
 class Decoder:
-    """Turns a reply payload into plain data. `handle(n, cls)`, `mirror(n, tensor)` and
-    `origin(n)` are the grader's callbacks for the three kinds of references."""
+    """Turns a reply payload into plain data. `handle(n, cls)`, `mirror(n, tensor, requires_grad)`
+    and `origin(n)` are the grader's callbacks for the three kinds of references."""
 
     def __init__(self, payload: bytes, handle, mirror, origin):
         if len(payload) < 4:

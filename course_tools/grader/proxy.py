@@ -18,12 +18,11 @@ module is tied in the grader's copy too).
 from __future__ import annotations
 
 import sys
-import time
 
 import torch
 from torch import nn
 
-from .codec import Decoder, encode_request
+from .codec import exchange
 from .errors import ProtocolError, ShortcutUsed, learner_exception
 
 
@@ -36,80 +35,6 @@ def _trusted_class(spec: str):
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
     return obj if isinstance(obj, type) else None
-
-
-class RemoteObject:
-    """A handle to one of the learner's objects."""
-
-    __slots__ = ("_session", "_handle", "_cls", "__weakref__")
-
-    def __init__(self, session, handle, cls):
-        object.__setattr__(self, "_session", session)
-        object.__setattr__(self, "_handle", handle)
-        object.__setattr__(self, "_cls", cls)
-
-    @property
-    def __class__(self):
-        cls = object.__getattribute__(self, "_cls")
-        return cls if cls is not None else RemoteObject
-
-    def __getattr__(self, name):
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        return self._session.request("getattr", h=self._handle, name=name)
-
-    def __setattr__(self, name, value):
-        self._session.request("setattr", h=self._handle, name=name, args=(value,),
-                              grad=torch.is_grad_enabled())
-
-    def __call__(self, *args, **kwargs):
-        return self._session.call("call", self._handle, args, kwargs)
-
-    def __getitem__(self, key):
-        return self._session.call("getitem", self._handle, (key,), {})
-
-    def __len__(self):
-        return self._session.call("len", self._handle, (), {})
-
-    def __iter__(self):
-        return iter(self._session.call("iter", self._handle, (), {}))
-
-    def __repr__(self):
-        cls = object.__getattribute__(self, "_cls")
-        return f"<the learner's {cls.__name__ if cls else 'object'}>"
-
-
-class RemoteTensor(torch.Tensor):
-    """A parameter of the learner's module: a local copy whose in-place methods also run there."""
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        inplace = name == "__setitem__" or (name.endswith("_") and not name.startswith("_"))
-        if inplace and args and type(args[0]) is RemoteTensor:
-            self = args[0]
-            self._session.call("method", self._handle, args[1:], kwargs, name=name)
-            with torch._C.DisableTorchFunctionSubclass():
-                func(*args, **kwargs)
-            return self
-        with torch._C.DisableTorchFunctionSubclass():
-            return func(*args, **kwargs)
-
-
-class _RemoteGrad(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, session, call_id, outputs, *inputs):
-        ctx.session, ctx.call_id, ctx.n_inputs = session, call_id, len(inputs)
-        return tuple(o.clone() for o in outputs)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        got = ctx.session.request("backward", call=ctx.call_id,
-                                  grads=[None if g is None else g.detach() for g in grads])
-        if not (isinstance(got, list) and len(got) == ctx.n_inputs):
-            raise ProtocolError("a backward reply of the wrong length")
-        return (None, None, None, *got)
 
 
 class RemoteObject:
@@ -210,7 +135,7 @@ class Remote:
     def get_global(self, name: str):
         return self.request("global", name=name)
 
-    # ------------------------------------------------------------ identities (codec.py asks)
+    # ------------------------------------------------------------ identities (codec.py asks, both ways)
     def handle_of(self, obj) -> int | None:
         if type(obj) is RemoteObject or type(obj) is RemoteTensor:
             return object.__getattribute__(obj, "_handle")
@@ -225,13 +150,13 @@ class Remote:
         self.origins[n], self._origin_numbers[id(obj)] = obj, n
         return n
 
-    def _handle(self, n: int, cls_spec: str):
+    def proxy(self, n: int, cls_spec: str):
         proxy = self.handles.get(n)
         if proxy is None:
             proxy = self.handles[n] = RemoteObject(self, n, _trusted_class(cls_spec) if cls_spec else None)
         return proxy
 
-    def _mirror(self, n: int, value: torch.Tensor, requires_grad: bool):
+    def mirror(self, n: int, value: torch.Tensor, requires_grad: bool):
         mirror = self.mirrors.get(n)
         if mirror is None or mirror.shape != value.shape or mirror.dtype != value.dtype:
             if mirror is not None:
@@ -246,7 +171,7 @@ class Remote:
                 mirror.data.copy_(value)
         return mirror
 
-    def _origin(self, n: int):
+    def origin(self, n: int):
         if n not in self.origins:
             raise ProtocolError("a reference to an object the grader never sent")
         return self.origins[n]
@@ -255,8 +180,7 @@ class Remote:
     def _exchange(self, message: dict):
         """One request and its reply, decoded; the learner's exception raised as the grader's."""
         message["item"] = self.item
-        payload, pickler = encode_request(message, self)
-        decoder = Decoder(self.channel.exchange(payload), self._handle, self._mirror, self._origin)
+        decoder, pickler = exchange(self.channel, message, self)
         header = decoder.header
         forbidden = header.get("forbidden") or []
         if forbidden:
@@ -303,7 +227,7 @@ class Remote:
         for entry in entries:
             if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int)):
                 raise ProtocolError("a bad write-back entry")
-            module = self._origin(entry[0])
+            module = self.origin(entry[0])
             if not isinstance(module, nn.Module) or not isinstance(entry[1], list):
                 raise ProtocolError("a bad write-back entry")
             for pair in entry[1]:
