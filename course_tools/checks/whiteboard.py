@@ -30,7 +30,7 @@ from ..grader.authoring import (CheckFailed, call_learner, exercise, expect, exp
                        expect_tuple, randint)
 from ..shortcuts import ATTENTION
 
-#: The drill's checks, by id (the lessons' checks are in grading.REGISTRY).
+#: The drill's checks, by id (the lessons' checks are in grader.authoring.REGISTRY).
 WHITEBOARD: dict = {}
 
 ATTENTION_FORBIDS = ATTENTION + ("course_lib.attention:scaled_dot_product_attention",
