@@ -34,7 +34,7 @@ import nbformat
 
 from . import ROOT
 from .manifest import work_dir
-from .notebook_cells import ANSWER_TAG
+from .grader.notebook import ANSWER_TAG
 
 SOLUTION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*(\n|$)",
                       re.M | re.S)

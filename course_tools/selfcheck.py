@@ -28,7 +28,7 @@ import nbformat
 from course_lib.threads import thread_env
 
 from . import ROOT
-from .notebook_cells import GRADE_CALL   # a grading cell, read as the grader reads it
+from .grader.notebook import GRADE_CALL   # a grading cell, read as the grader reads it
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 OUT_ENV = "COURSE_SELFCHECK_OUT"
@@ -210,7 +210,7 @@ def format_result(result: NotebookResult) -> str:
         name = result.path.relative_to(ROOT).as_posix()
     except ValueError:
         name = str(result.path)
-    from .grading import load_all
+    from .grader.authoring import load_all
     registry = load_all()
     lines = [name]
     for cell in sorted(result.cells, key=lambda c: c.cell):

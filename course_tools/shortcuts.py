@@ -1,5 +1,8 @@
 """What each exercise forbids, and the static check of the learner's cells.
 
+Why one module: the forbidden lists and the one AST walk that reads imports, aliases and escapes
+are a single rule set; split, the rules would be read out of order.
+
 An exercise forbids the course's own implementation of the object it grades and the torch
 built-ins that do the whole job. A check may also declare more with
 `@exercise(..., forbids=("torch.nn.functional:gelu",))`. Names are "module:qualname".
@@ -31,7 +34,7 @@ Two independent detectors use the same list:
   process, torch.compile/jit, ctypes, a profiler's switches) are escapes; and a def or class that
   copies a forbidden course function (or the lesson's own def of a graded or forbidden name) -
   names, docstrings, comments and layout aside, difflib ratio >= COPY_RATIO - is a finding.
-- dynamic (driver.py): trip-wires in the learner's process while a graded call runs: the code of
+- dynamic (grader/learner/tripwires.py, kernel_watch.py): trip-wires in the learner's process while a graded call runs: the code of
   forbidden functions (copies included), forbidden C functions and classes, and the kernels the
   dispatcher runs (torch's profiler, every thread), so whatever name, dict or thread reached them.
 """
@@ -151,7 +154,7 @@ def _dotted(name: str) -> str:
 #: torch.nn.functional.X, torch._C._nn.X, torch._C._VariableFunctions.X, torch.ops.aten.X[.overload],
 #: the _X / native_X / _native_X variants, Tensor methods: statically by those names (any module
 #: path that reaches them, getattr with the name), and in the learner's process by the operators
-#: the dispatcher runs during a graded call, in every thread (driver.py: the profiler's view).
+#: the dispatcher runs during a graded call, in every thread (grader/learner/kernel_watch.py: the profiler's view).
 KERNELS: dict[str, tuple[str, ...]] = {
     "softmax": ("softmax", "_softmax", "_safe_softmax", "_masked_softmax", "special_softmax", "_sparse_softmax",
                 "_nested_tensor_softmax_with_shape"),

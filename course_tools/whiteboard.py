@@ -10,7 +10,7 @@ Three classic interview tasks, each a function or class to write from a blank pa
 statement as its docstring and the signature, never the answer; an earlier attempt is kept in
 `work/whiteboard/attempts/`), starts the clock and waits: the learner writes the answer in their
 editor and presses Enter. The file is then graded like an exercise notebook - the static shortcut
-check (shortcuts.py), then the learner's code in the grader's sandbox (sandbox.py, remote.py) and
+check (shortcuts.py), then the learner's code in the grader's sandbox (grader/channel.py, grader/proxy.py) and
 the checks (checks/whiteboard.py) on hidden cases of a fresh seed - and each item's verdict is
 printed with its diagnosis, with the minutes taken. `--grade` grades the file later (another
 terminal, after a break: the clock kept running). Each grading appends a record (task, points,
@@ -163,17 +163,18 @@ def history(path: Path | None = None) -> list[dict]:
 # ---------------------------------------------------------------- grading: the course's grader on a .py file
 
 def read_source(path) -> str:
-    from .grader import GradeError, _name
+    from .grader.errors import GradeError
+    from .grader.notebook import shown_name
     path = Path(path)
     if not path.is_file():
-        raise GradeError("not-found", f"no such file {_name(path)!r}")
+        raise GradeError("not-found", f"no such file {shown_name(path)!r}")
     data = path.read_bytes()
     if len(data) > MAX_SOURCE_BYTES:
-        raise GradeError("too-large", f"{_name(path)!r} is {len(data)} bytes; the limit is {MAX_SOURCE_BYTES}")
+        raise GradeError("too-large", f"{shown_name(path)!r} is {len(data)} bytes; the limit is {MAX_SOURCE_BYTES}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise GradeError("unreadable", f"{_name(path)!r} is not UTF-8 text") from None
+        raise GradeError("unreadable", f"{shown_name(path)!r} is not UTF-8 text") from None
 
 
 def grade_source(source: str, task: str, *, seed: int | None = None, item_timeout: float = 60.0,
@@ -183,68 +184,62 @@ def grade_source(source: str, task: str, *, seed: int | None = None, item_timeou
     in a sandboxed process. Returns {"task", "score", "max_score", "items": [{"id", "points", "max_points",
     "passed", "feedback"}]}; GradeError when the sandbox cannot start."""
     from .checks.whiteboard import WHITEBOARD
-    from .grader import GradeError, _clean, run_item
-    from .remote import LearnerDied, ProtocolError, Session, Timeout
-    from .sandbox import Limits, SandboxError
-    from .shortcuts import forbidden_for, shortcut_feedback
+    from .grader.channel import Channel
+    from .grader.errors import LearnerDied, ProtocolError, Timeout
+    from .grader.notebook import clean
+    from .grader.run import run_item, start, static_check
+    from .shortcuts import forbidden_for
 
     exercises = [WHITEBOARD[i] for i in TASKS[task].items]
     forbidden = {ex.id: forbidden_for(ex.id, ex.forbids) for ex in exercises}
-    state = {"session": None, "raised": "", "fatal": ""}
+    state = {"channel": None, "remote": None, "raised": "", "fatal": ""}
 
-    def session():
-        if state["session"] is not None and state["session"].sandbox.alive:
-            return state["session"]
-        if state["session"] is not None:
-            state["session"].close()
-        s = state["session"] = Session(None, forbidden, limits or Limits())
+    def learner():
+        """A live learner process that has run the file (a fresh one after a kill)."""
+        if state["channel"] is not None and state["channel"].alive:
+            return state["channel"], state["remote"]
+        if state["channel"] is not None:
+            state["channel"].close()
+        channel = state["channel"] = Channel(None, limits)
+        remote = state["remote"] = start(channel, forbidden, start_timeout)
+        channel.allow(item_timeout)
+        remote.exec_cell("__name__ = 'whiteboard'")      # the file's `if __name__ == "__main__":` block does not run
         try:
-            s.start(start_timeout)
-        except SandboxError as error:
-            raise GradeError("sandbox", str(error)) from None
-        except (LearnerDied, ProtocolError) as error:
-            raise GradeError("sandbox", f"the grading process could not start ({type(error).__name__})") from None
-        s.budget = item_timeout
-        s.exec_cell("__name__ = 'whiteboard'")      # the file's `if __name__ == "__main__":` block does not run
-        try:
-            s.exec_cell(source)
+            remote.exec_cell(source)
         except Timeout:
             state["fatal"] = f"your file took longer than {item_timeout:g} s to run"
         except (LearnerDied, ProtocolError) as error:
-            state["fatal"] = f"your code ended the process: {_clean(error, 120)}"
+            state["fatal"] = f"your code ended the process: {clean(error, 120)}"
         except Exception as error:  # noqa: BLE001 - the learner's exception, by name
-            state["raised"] = _clean(f"{getattr(error, 'type_name', type(error).__name__)}: {error}", 200)
-        return s
+            state["raised"] = clean(f"{getattr(error, 'type_name', type(error).__name__)}: {error}", 200)
+        return channel, remote
 
     items = []
     try:
         for ex in exercises:
             item = {"id": ex.id, "points": 0, "max_points": ex.points, "passed": False, "feedback": ""}
             items.append(item)
-            try:
-                refused = shortcut_feedback(ex.id, [source], [], ex.uses, ex.forbids)
-            except (RecursionError, MemoryError) as error:
-                refused = f"not graded: your code could not be checked ({type(error).__name__}: nested too deeply?)"
+            refused = static_check(ex, [source], [])
             if refused:
-                item["feedback"] = _clean(refused)
+                item["feedback"] = clean(refused)
                 continue
             if state["fatal"]:
                 item["feedback"] = state["fatal"]
                 continue
-            s = session()
+            channel, remote = learner()
             if state["fatal"]:
                 item["feedback"] = state["fatal"]
                 continue
-            passed, feedback = run_item(s, ex, item_timeout, seed)
+            passed, feedback = run_item(channel, remote, ex, item_timeout, seed)
             if passed is None:        # the learner's process had to be killed: a fresh one for the next item
-                s.kill()
+                channel.kill()
                 passed = False
             if not passed and feedback.endswith("is not defined") and state["raised"]:
                 feedback += f"; your file raised {state['raised']}"
-            item.update(passed=bool(passed), points=ex.points if passed else 0, feedback=_clean(feedback))
+            item.update(passed=bool(passed), points=ex.points if passed else 0, feedback=clean(feedback))
     finally:
-        if state["session"] is not None:
-            state["session"].close()
+        if state["channel"] is not None:
+            state["channel"].close()
     return {"task": task, "score": sum(i["points"] for i in items),
             "max_score": sum(i["max_points"] for i in items), "items": items}
 
@@ -278,7 +273,7 @@ def _unchanged(path: Path, task: str) -> bool:
 
 def finish(task: str, lang: str = "en", write=print, now: float | None = None, **grade_kwargs) -> int:
     """Grade work/whiteboard/<task>.py, print the verdicts and the time, append the record. 0 on full marks."""
-    from .grader import GradeError
+    from .grader.errors import GradeError
     w = WORDS[lang]
     now = time.time() if now is None else now
     path = whiteboard_dir() / f"{task}.py"

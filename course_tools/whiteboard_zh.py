@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import string
 
-#: The grader's generic feedback (grading.py, grader.py, shortcuts.py, remote.py) in Chinese; `{field}`s
+#: The grader's generic feedback (grader/run.py, grader/authoring.py, shortcuts.py, grader/proxy.py) in Chinese; `{field}`s
 #: are carried over. Applied after the checks' own DIAGNOSES.
 GENERIC = (
     ("not implemented yet (your file still raises NotImplementedError)", "尚未实现（文件仍抛出 NotImplementedError）"),

@@ -9,7 +9,8 @@ import ast
 import nbformat
 
 from course_tools import ROOT
-from course_tools.grading import GRADE_CALL, load_all
+from course_tools.grader.authoring import load_all
+from course_tools.grader.notebook import GRADE_CALL
 
 EXERCISE = ROOT / "exercises" / "00_welcome.ipynb"
 SOLUTION = ROOT / "solutions" / "00_welcome.ipynb"

@@ -16,7 +16,9 @@ import nbformat
 import pytest
 
 from course_tools import ROOT
-from course_tools.grading import GRADE_CALL, load_all, run_check
+from course_tools.grader.authoring import load_all
+from course_tools.grader.notebook import GRADE_CALL
+from course_tools.grading import run_check
 from course_tools.manifest import LESSONS
 
 from . import corpus

@@ -13,7 +13,7 @@ import re
 import nbformat
 import pytest
 
-from course_tools.grading import WRITTEN_NAME
+from course_tools.grader.authoring import WRITTEN_NAME
 from course_tools.workspace import work_copy
 
 from .test_corpus import LESSON, REGISTRY, _cells, run_check

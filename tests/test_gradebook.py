@@ -22,7 +22,7 @@ from course_tools.lms.exports import cell, write_csv
 from course_tools.lms.names import LmsName, lms_name, readable
 from course_tools.lms.roster import RosterError, match, read_roster
 from course_tools.grader import item_seed
-from course_tools.grading import load_all
+from course_tools.grader.authoring import load_all
 from tests.exercise00 import POINTS as POINTS00
 
 pytestmark = pytest.mark.grader

@@ -11,7 +11,8 @@ import sys
 import nbformat
 
 from course_tools import ROOT
-from course_tools.grading import GRADE_CALL, load_all
+from course_tools.grader.authoring import load_all
+from course_tools.grader.notebook import GRADE_CALL
 from tests.exercise00 import ANSWER, EXERCISE, FN, POINTS, SIGNATURE, UNMASKED, UNMASKED_ONLY, WRONG
 
 EX00 = EXERCISE                                      # the fixture: a masked softmax, three items

@@ -24,7 +24,7 @@ import pytest
 
 from course_tools import ROOT
 from course_tools.grader import GradeError, grade
-from course_tools.grading import load_all
+from course_tools.grader.authoring import load_all
 from course_tools import shortcuts
 from course_tools.shortcuts import forbidden_for, shortcut_feedback, static_findings
 

@@ -11,7 +11,7 @@ import pytest
 
 from course_lib import ROOT
 from course_tools.grader import grade
-from course_tools.grading import load_all
+from course_tools.grader.authoring import load_all
 from course_tools.manifest import LESSONS
 
 GRADED = [l for l in LESSONS if l.has_exercise and l.exercise.exists()]

@@ -255,8 +255,8 @@ def test_the_import_graph_reads_relative_and_function_level_imports():
     graph = import_graph()
     assert "course_lib.data.corpus" in graph["course_lib.pretraining"]          # from .data.corpus import
     assert "course_lib.cache" in graph["course_lib.pretraining"]                # from . import cache
-    assert "course_tools.grading" in graph["course_tools.checks.lesson01"]      # from ..grading import
-    assert "course_tools.grading" in graph["course_tools.grader"]               # inside a function
+    assert "course_tools.grader.authoring" in graph["course_tools.checks.lesson01"]   # from ..grader.authoring import
+    assert "course_tools.grader.authoring" in graph["course_tools.grader.run"]        # inside a function
     assert "course_lib" in graph["course_tools"]                                # from course_lib import ROOT
 
 

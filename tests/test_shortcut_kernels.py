@@ -7,7 +7,7 @@ import under another name, from another thread - and copies of a forbidden cours
 its source, a pasted near-verbatim copy, the lesson's own def). Honest code keeps full marks.
 
 - unit tests, in this process: the kernel families, the static rules (shortcuts.py), the copy
-  fingerprint and the kernel watch (driver.py);
+  fingerprint and the kernel watch (grader/learner/);
 - the escapes the red team found (07, 13, 17, 24, 25) and their variants, each built from the
   current exercise and solution with one answer replaced, graded once in parallel by the sandboxed
   grader: 0 on every item of the graded object, with feedback that names the forbidden kernel;
@@ -25,8 +25,8 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 import torch
 
-from course_tools import driver
-from course_tools.grading import load_all
+from course_tools.grader.authoring import load_all
+from course_tools.grader.learner import kernel_watch, tripwires
 from course_tools.shortcuts import (KERNELS, forbidden_for, kernel_family, kernel_label, kernels_for,
                                     shortcut_feedback, static_findings)
 
@@ -161,7 +161,7 @@ def test_static_rules_find_the_lessons_own_def_pasted():
     assert found and "soft_target_loss" in found, found
 
 
-# ------------------------------------------------------------------ the copy fingerprint (driver.py)
+# ------------------------------------------------------------------ the copy fingerprint (grader/learner/tripwires.py)
 
 def _function(source: str, name: str, namespace=None):
     namespace = {} if namespace is None else namespace
@@ -177,18 +177,18 @@ def test_fingerprint_sees_through_renames_docstrings_layout_and_future_flags():
                .replace('"""T²', '"""my own words; T²').replace("\n    C = ", "\n\n    # a comment\n    C = "))
     for text in (source, renamed):
         copy = _function(text, "soft_target_loss", dict(vars(distillation)))
-        assert driver._fingerprint(copy.__code__) == driver._fingerprint(original.__code__)
-    assert driver._fingerprint(distillation.distillation_loss.__code__) != driver._fingerprint(original.__code__)
+        assert tripwires.fingerprint(copy.__code__) == tripwires.fingerprint(original.__code__)
+    assert tripwires.fingerprint(distillation.distillation_loss.__code__) != tripwires.fingerprint(original.__code__)
 
 
 def test_fingerprint_of_a_small_function_keeps_its_names():
     """Two people writing the same two lines differ in their names, if anywhere: not a copy."""
     a = _function("def f(x):\n    return x.sum() + 1\n", "f")
     b = _function("def g(y):\n    return y.sum() + 1\n", "g")
-    assert driver._fingerprint(a.__code__) != driver._fingerprint(b.__code__)
+    assert tripwires.fingerprint(a.__code__) != tripwires.fingerprint(b.__code__)
 
 
-# ------------------------------------------------------------------ the kernel watch (driver.py), in this process
+# ------------------------------------------------------------------ the kernel watch (grader/learner/kernel_watch.py), in this process
 
 def test_kernel_watch_sees_every_route_to_a_kernel_and_nothing_else():
     import operator
@@ -222,7 +222,7 @@ def test_kernel_watch_sees_every_route_to_a_kernel_and_nothing_else():
     }
     try:
         for what, (call, expected) in routes.items():
-            watch = driver.KernelWatch(labels)
+            watch = kernel_watch.KernelWatch(labels)
             watch.start()
             try:
                 call()
@@ -239,7 +239,7 @@ def test_kernel_watch_sees_every_route_to_a_kernel_and_nothing_else():
 
 def test_kernel_watch_notices_a_profiler_switched_off():
     from torch.autograd import _disable_profiler
-    watch = driver.KernelWatch({"rms_norm": "x"})
+    watch = kernel_watch.KernelWatch({"rms_norm": "x"})
     watch.start()
     _disable_profiler()
     assert any("switched off" in s for s in watch.stop())

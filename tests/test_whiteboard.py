@@ -10,7 +10,8 @@ import pytest
 
 from course_tools import whiteboard, whiteboard_zh
 from course_tools.checks.whiteboard import DIAGNOSES, WHITEBOARD, said
-from course_tools.grading import load_all, run_check
+from course_tools.grader.authoring import load_all
+from course_tools.grading import run_check
 from tests import whiteboard_answers as A
 
 TASKS = sorted(whiteboard.TASKS)

@@ -13,7 +13,8 @@ import pytest
 from course_tools.lms import exports, feedback, gradescope_run
 from course_tools.exercises import strip_source
 from course_tools.grader import format_report
-from course_tools.grading import REGISTRY, CheckFailed, load_all, run_check, written
+from course_tools.grader.authoring import REGISTRY, CheckFailed, load_all, written
+from course_tools.grading import run_check
 
 RUBRIC = ("names the cause", "gives the measured effect", "says what fixes it")
 ANSWER = ("Unscaled dot products of d_k components have variance d_k, so the softmax saturates and the "

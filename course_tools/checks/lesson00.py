@@ -6,7 +6,7 @@ from unittest import mock
 
 import torch
 
-from ..grading import (CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tensor,
+from ..grader.authoring import (CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tensor,
                        randint)
 
 

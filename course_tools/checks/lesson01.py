@@ -21,7 +21,7 @@ import re
 
 import torch
 
-from ..grading import (CheckFailed, call_learner, exercise, expect, expect_number, expect_value_error,
+from ..grader.authoring import (CheckFailed, call_learner, exercise, expect, expect_number, expect_value_error,
                        randint, written)
 
 

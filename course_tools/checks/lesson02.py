@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ..grading import CheckFailed, call_learner, exercise, expect, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, randint, written
 
 MIN_WEIGHT = 0.9   # what "attends to its target" means
 

@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tuple, expect_value_error, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tuple, expect_value_error, randint, written
 from ..shortcuts import ATTENTION
 
 FORBIDS = ATTENTION + ("course_lib.attention:MultiHeadAttention",)

@@ -13,7 +13,7 @@ import torch
 
 from course_lib.attention import MultiHeadAttention
 from course_lib.complexity import count_flops
-from ..grading import CheckFailed, call_learner, exercise, expect, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, randint, written
 
 
 def _as_int(case: str, got) -> int:

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from ..grading import (CheckFailed, call_learner, exercise, expect, expect_shape, expect_value_error, randint,
+from ..grader.authoring import (CheckFailed, call_learner, exercise, expect, expect_shape, expect_value_error, randint,
                        written)
 
 

@@ -10,7 +10,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect_number, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect_number, randint, written
 
 
 def factor(std, d, ratio, *, variant=""):

@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, expect_close, randint, written
 
 # what the build items forbid (public names; the torch kernels behind them: course_tools/shortcuts.py)
 PER_TOKEN_NORMS = ("torch.nn.functional:layer_norm", "torch:layer_norm", "torch:native_layer_norm",

@@ -15,7 +15,7 @@ import numbers
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, randint, written
 
 # ---------------------------------------------------------------- stacks with and without the identity path
 

@@ -15,7 +15,7 @@ import numbers
 
 import torch
 
-from ..grading import CheckFailed, call_learner, exercise, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, randint, written
 
 _ADAM = ("torch.optim:Adam", "torch.optim:AdamW", "torch.optim:RAdam", "torch.optim:NAdam", "torch.optim:Adamax",
          "torch.optim:SparseAdam", "torch.optim.adam:adam", "torch.optim.adamw:adamw", "torch.optim.radam:radam",

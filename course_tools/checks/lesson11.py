@@ -8,7 +8,7 @@ import torch
 
 from course_lib.attention import MultiHeadAttention
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_tuple, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, expect_close, expect_tuple, randint, written
 
 
 def _heads(attn, t):

@@ -6,7 +6,7 @@ import numbers
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, exercise, expect, expect_close, expect_shape, randint, written
+from ..grader.authoring import CheckFailed, exercise, expect, expect_close, expect_shape, randint, written
 
 _SHORTCUTS = ("course_lib.weight_tying:tie_weights",)
 _MEMBERS = {"word.weight": lambda V, E, H: (V, E), "project_in.weight": lambda V, E, H: (H, E),

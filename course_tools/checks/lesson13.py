@@ -7,7 +7,7 @@ import random
 
 import torch
 
-from ..grading import CheckFailed, exercise, randint, written
+from ..grader.authoring import CheckFailed, exercise, randint, written
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 UNICODE = "éàüöçñßøαβγδεζλ中文字词语句"

@@ -8,7 +8,7 @@ import random
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, randint, written
 
 _SHORTCUTS = ("course_lib.bert:pack_pair", "course_lib.bert:BertEmbeddings", "course_lib.bert:BertModel",
               "course_lib.transformer:padding_mask")

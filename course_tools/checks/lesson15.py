@@ -7,7 +7,7 @@ import numbers
 
 import torch
 
-from ..grading import CheckFailed, call_learner, exercise, expect, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, randint, written
 
 IGNORE = -100
 PAD, CLS, SEP, MASK, N_SPECIAL = 0, 1, 2, 3, 4

@@ -17,7 +17,7 @@ import torch
 from course_lib.data.corpus import make_documents, pydoc_texts
 from course_lib.sentence_pairs import make_pairs, text_documents
 
-from ..grading import CheckFailed, exercise, expect, randint, written
+from ..grader.authoring import CheckFailed, exercise, expect, randint, written
 
 STOP_WORDS = set("a an and are as at be by can for from if in into is it its not of on or that the "
                  "this to was which with".split())

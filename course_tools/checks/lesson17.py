@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ..grading import CheckFailed, exercise, expect, expect_scalar, expect_tuple, randint, written
+from ..grader.authoring import CheckFailed, exercise, expect, expect_scalar, expect_tuple, randint, written
 
 IGNORE = -100
 NO_CROSS_ENTROPY = ("torch.nn.functional:cross_entropy", "torch.nn:CrossEntropyLoss",

@@ -16,7 +16,7 @@ from torch import nn
 
 from course_lib.bert import BertConfig, BertModel
 
-from ..grading import CheckFailed, exercise, expect, randint, written
+from ..grader.authoring import CheckFailed, exercise, expect, randint, written
 
 CHANGES = ("gelu-tanh", "layer-norm-eps", "embeddings-layer-norm-eps", "query-key-swap")
 MINILM_SENTENCES = ["The cat sat on the mat.", "Transformers replaced recurrence with attention.",

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from course_lib.pooling import mean_pooling
 
-from ..grading import CheckFailed, exercise, expect, expect_tensor, randint, written
+from ..grader.authoring import CheckFailed, exercise, expect, expect_tensor, randint, written
 
 
 def reference(hidden, mask, query):

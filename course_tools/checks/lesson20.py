@@ -19,7 +19,7 @@ import numbers
 
 import torch
 
-from ..grading import CheckFailed, call_learner, exercise, expect_tensor, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect_tensor, randint, written
 
 
 def as_bool(case, got, what):

@@ -22,7 +22,7 @@ import os
 
 import torch
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_tuple, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, expect_tuple, randint, written
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -18,7 +18,7 @@ import numbers
 
 import torch
 
-from ..grading import (CheckFailed, call_learner, exercise, expect_close, expect_shape, expect_tensor, randint,
+from ..grader.authoring import (CheckFailed, call_learner, exercise, expect_close, expect_shape, expect_tensor, randint,
                        written)
 
 

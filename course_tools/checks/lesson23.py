@@ -24,7 +24,7 @@ import numbers
 
 import torch
 
-from ..grading import CheckFailed, call_learner, exercise, expect_tuple, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect_tuple, randint, written
 
 FORBIDS = ("course_lib.span_corruption:random_spans_noise_mask", "course_lib.span_corruption:span_corrupt",
            "course_lib.span_corruption:span_lengths", "course_lib.span_corruption:_random_segmentation",

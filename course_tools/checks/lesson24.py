@@ -11,7 +11,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from ..grading import (CheckFailed, call_learner, exercise, expect, expect_number, expect_scalar,
+from ..grader.authoring import (CheckFailed, call_learner, exercise, expect, expect_number, expect_scalar,
                        randint, written)
 
 FORBIDS = ("course_lib.distillation:soft_target_loss", "course_lib.distillation:distillation_loss")

@@ -10,7 +10,7 @@ import functools
 import torch
 from torch import nn
 
-from ..grading import CheckFailed, call_learner, exercise, expect, expect_number, randint, written
+from ..grader.authoring import CheckFailed, call_learner, exercise, expect, expect_number, randint, written
 
 FORBIDS = ("course_lib.quantization:quantize_per_channel_int8", "course_lib.quantization:quantize_per_tensor_int8",
            "course_lib.quantization:dequantize_int8", "course_lib.quantization:quantization_error",

@@ -30,11 +30,11 @@ import math
 import torch
 from torch import nn
 
-from ..grading import (CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tensor,
+from ..grader.authoring import (CheckFailed, call_learner, exercise, expect, expect_close, expect_shape, expect_tensor,
                        expect_tuple, randint)
 from ..shortcuts import ATTENTION
 
-#: The drill's checks, by id (the lessons' checks are in grading.REGISTRY).
+#: The drill's checks, by id (the lessons' checks are in grader.authoring.REGISTRY).
 WHITEBOARD: dict = {}
 
 ATTENTION_FORBIDS = ATTENTION + ("course_lib.attention:scaled_dot_product_attention",

@@ -18,7 +18,7 @@ def lesson_title(number: str) -> str:
 def lesson_max(number: str) -> int | None:
     """The points an exercise is worth, from its official notebook and the checks' registry."""
     from ..grader import rebuild, validate
-    from ..grading import load_all
+    from ..grader.authoring import load_all
     from ..manifest import LESSONS
     lesson = next((l for l in LESSONS if f"{l.number:02d}" == number and l.has_exercise), None)
     if lesson is None or not lesson.exercise.exists():

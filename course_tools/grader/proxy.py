@@ -1,9 +1,8 @@
-"""The grader's side of the learner's process: proxies the checks call as if they were the
-learner's objects.
+"""Step 5 of grading: proxies the checks call as if they were the learner's objects.
 
 A check receives `RemoteObject`s instead of the learner's function or class. Calling one sends
-the inputs to the learner's process (driver.py) and returns what came back as plain data
-(wire.py): plain tensors, exact list/tuple/dict/str/int/float. Other objects (a module the
+the inputs to the learner's process (learner/server.py) and returns what came back as plain data
+(codec.py): plain tensors, exact list/tuple/dict/str/int/float. Other objects (a module the
 learner's class built, a bound method) come back as further `RemoteObject`s; their
 `isinstance` answers with the nearest torch class (nn.Linear, nn.Module), never the learner's.
 A module's parameters come back as `RemoteTensor`s: real tensors in the grader holding a copy
@@ -15,67 +14,20 @@ the grader passes in keep their identity: when the learner's process returns or 
 them, the grader sees its own object again (and e.g. a parameter the learner tied into another
 module is tied in the grader's copy too).
 """
+
 from __future__ import annotations
 
-import importlib
-import io
-import pickle
-import time
+import sys
 
 import torch
 from torch import nn
 
-from . import driver as _driver
-from .sandbox import LearnerDied, Limits, Sandbox, Timeout
-from .wire import Decoder, ProtocolError, tensor_bytes
-
-
-class ShortcutUsed(BaseException):   # not swallowed by a check's `except Exception`
-    """The learner's code ran an object the exercise forbids."""
-
-
-class LearnerError(Exception):
-    """An exception raised by the learner's code (name and message only)."""
-
-    def __init__(self, type_name: str, message: str):
-        super().__init__(message)
-        self.type_name = type_name
-
-
-_BUILTIN_ERRORS = {cls.__name__: cls for cls in (
-    NotImplementedError, ValueError, TypeError, RuntimeError, IndexError, KeyError, AttributeError,
-    NameError, ZeroDivisionError, AssertionError, OverflowError, MemoryError, RecursionError,
-    LookupError, ArithmeticError, UnicodeError, FloatingPointError)}
-_SUBCLASSES: dict = {}
-
-
-class NotebookTimeout(Timeout):
-    """The notebook's whole grading budget ran out (not one item's)."""
-
-
-def learner_exception(type_name: str, message: str, mro=()) -> Exception:
-    """The learner's exception as the grader raises it: the nearest builtin class in its class
-    hierarchy (`class StrideError(ValueError)` is caught by `except ValueError`), named like the
-    learner's class; LearnerError when none is one of the builtins the checks may catch."""
-    names = [type_name] + [entry[1] for entry in mro if isinstance(entry, list) and len(entry) == 2
-                           and entry[0] == "builtins" and isinstance(entry[1], str)]
-    cls = next((_BUILTIN_ERRORS[n] for n in names if n in _BUILTIN_ERRORS), None)
-    if cls is None:
-        return LearnerError(type_name, message)
-    if cls.__name__ != type_name:
-        name = type_name if type_name.isidentifier() else "LearnerException"
-        key = (name, cls)
-        if key not in _SUBCLASSES:
-            _SUBCLASSES[key] = type(name, (cls,), {"__module__": "learner", "type_name": name})
-        cls = _SUBCLASSES[key]
-    error = cls(message)
-    error.type_name = type_name
-    return error
+from .codec import exchange
+from .errors import ProtocolError, ShortcutUsed, learner_exception
 
 
 def _trusted_class(spec: str):
     """Resolve 'module:qualname' to a class, only for torch's own modules already imported."""
-    import sys
     module_name, _, qualname = spec.partition(":")
     if not (module_name == "torch" or module_name.startswith("torch.")) or module_name not in sys.modules:
         return None
@@ -159,82 +111,52 @@ class _RemoteGrad(torch.autograd.Function):
         return (None, None, None, *got)
 
 
-class _Pickler(pickle.Pickler):
-    def __init__(self, file, session):
-        super().__init__(file, protocol=4)
-        self.session = session
-        self.grad_inputs: list[torch.Tensor] = []
-        self.wrapping: set[int] = set()
+class Remote:
+    """The learner's namespace as the checks see it, over one `Channel` (which owns the process and
+    the clocks: this class never starts, kills or times anything). `item`: the item being graded
+    (its trip-wires are armed in the learner's process)."""
 
-    def persistent_id(self, obj):
-        if type(obj) is RemoteObject or type(obj) is RemoteTensor:
-            return ("H", object.__getattribute__(obj, "_handle"))
-        n = self.session.origin_of.get(id(obj))
-        if n is not None and self.session.origins[n] is obj and id(obj) not in self.wrapping:
-            return ("O", n)
-        return None
-
-    def reducer_override(self, obj):
-        if isinstance(obj, (nn.Module, nn.Parameter)) and type(obj) is not RemoteTensor:
-            if id(obj) in self.wrapping:
-                return NotImplemented
-            self.wrapping.add(id(obj))
-            n = self.session.new_origin(obj)
-            return (_driver.register_origin, (n, obj))
-        if isinstance(obj, torch.Tensor):
-            name, shape, data = tensor_bytes(obj)
-            if obj.requires_grad:
-                self.grad_inputs.append(obj)
-            return (_driver.rebuild_tensor, (name, shape, data, bool(obj.requires_grad)))
-        if isinstance(obj, torch.Generator):
-            return (_driver.rebuild_generator, (obj.get_state(),))
-        return NotImplemented
-
-
-class Session:
-    """One learner process: run the cells once, then answer the checks' calls."""
-
-    def __init__(self, submission, forbidden: dict[str, list[str]], limits: Limits | None = None, hide=()):
-        self.sandbox = Sandbox(submission, limits, hide=hide)
-        self.forbidden = forbidden
+    def __init__(self, channel):
+        self.channel = channel
+        self.item = ""
         self.handles: dict[int, RemoteObject] = {}
         self.mirrors: dict[int, RemoteTensor] = {}
-        self.origins: dict[int, object] = {}
-        self.origin_of: dict[int, int] = {}
-        self.budget = float("inf")     # seconds the learner's process may still take (cell or item)
-        self.deadline = float("inf")   # when the notebook's whole grading must end
-        self.item = ""
-        self.started = False
+        self.origins: dict[int, object] = {}       # the grader's modules and parameters sent, by number
+        self._origin_numbers: dict[int, int] = {}
 
-    # ------------------------------------------------------------ lifecycle
-    def start(self, timeout: float) -> None:
-        self.sandbox.start()
-        self.started = True
-        self.budget = timeout
-        from .shortcuts import kernel_label, kernels_for
-        kernels = {item: {op: kernel_label(op, public) for op, public in kernels_for(names).items()}
-                   for item, names in self.forbidden.items()}
-        self.request("init", forbidden=self.forbidden, kernels=kernels)
+    def init(self, forbidden: dict[str, list[str]], kernels: dict[str, dict[str, str]]) -> None:
+        """Arm the learner's process: what each item forbids (its trip-wires import them now,
+        before any item's clock starts)."""
+        self.request("init", forbidden=forbidden, kernels=kernels)
 
-    def close(self) -> None:
-        self.sandbox.close()
+    def exec_cell(self, source: str) -> None:
+        self.request("exec", source=source)
 
-    def kill(self) -> None:
-        self.sandbox.kill()
+    def get_global(self, name: str):
+        return self.request("global", name=name)
 
-    # ------------------------------------------------------------ identities
+    # ------------------------------------------------------------ identities (codec.py asks, both ways)
+    def handle_of(self, obj) -> int | None:
+        if type(obj) is RemoteObject or type(obj) is RemoteTensor:
+            return object.__getattribute__(obj, "_handle")
+        return None
+
+    def origin_of(self, obj) -> int | None:
+        n = self._origin_numbers.get(id(obj))
+        return n if n is not None and self.origins[n] is obj else None
+
     def new_origin(self, obj) -> int:
         n = len(self.origins) + 1
-        self.origins[n], self.origin_of[id(obj)] = obj, n
+        self.origins[n], self._origin_numbers[id(obj)] = obj, n
         return n
 
-    def _handle(self, n: int, cls_spec: str):
+    def proxy(self, n: int, cls_spec: str):
         proxy = self.handles.get(n)
         if proxy is None:
             proxy = self.handles[n] = RemoteObject(self, n, _trusted_class(cls_spec) if cls_spec else None)
         return proxy
 
-    def _mirror(self, n: int, value: torch.Tensor, requires_grad: bool):
+    def mirror(self, n: int, value: torch.Tensor, requires_grad: bool):
         mirror = self.mirrors.get(n)
         if mirror is None or mirror.shape != value.shape or mirror.dtype != value.dtype:
             if mirror is not None:
@@ -249,39 +171,16 @@ class Session:
                 mirror.data.copy_(value)
         return mirror
 
-    def _origin(self, n: int):
+    def origin(self, n: int):
         if n not in self.origins:
             raise ProtocolError("a reference to an object the grader never sent")
         return self.origins[n]
 
     # ------------------------------------------------------------ requests
-    def _send(self, message: dict, deadline: float) -> _Pickler:
-        buffer = io.BytesIO()
-        pickler = _Pickler(buffer, self)
-        pickler.dump(message)
-        self.sandbox.send(buffer.getvalue(), deadline)
-        return pickler
-
     def _exchange(self, message: dict):
-        """One request and its reply. Only the time spent waiting for the learner's process
-        counts against `budget` (the checks' own work in this process does not), and nothing
-        runs past `deadline` (the notebook's)."""
-        if not self.sandbox.alive:
-            raise LearnerDied("the learner's process is not running")
+        """One request and its reply, decoded; the learner's exception raised as the grader's."""
         message["item"] = self.item
-        started = time.monotonic()
-        own_limit = started + max(self.budget, 0.0)
-        deadline = min(own_limit, self.deadline)
-        try:
-            pickler = self._send(message, deadline)
-            payload = self.sandbox.receive(deadline)
-        except Timeout:
-            if self.deadline < own_limit:
-                raise NotebookTimeout() from None
-            raise
-        finally:
-            self.budget -= time.monotonic() - started
-        decoder = Decoder(payload, self._handle, self._mirror, self._origin)
+        decoder, pickler = exchange(self.channel, message, self)
         header = decoder.header
         forbidden = header.get("forbidden") or []
         if forbidden:
@@ -328,7 +227,7 @@ class Session:
         for entry in entries:
             if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int)):
                 raise ProtocolError("a bad write-back entry")
-            module = self._origin(entry[0])
+            module = self.origin(entry[0])
             if not isinstance(module, nn.Module) or not isinstance(entry[1], list):
                 raise ProtocolError("a bad write-back entry")
             for pair in entry[1]:
@@ -362,12 +261,6 @@ class Session:
                 raise ProtocolError("a changed input that was never sent")
             _apply_change(mine, new)
 
-    def get_global(self, name: str):
-        return self.request("global", name=name)
-
-    def exec_cell(self, source: str) -> None:
-        self.request("exec", source=source)
-
 
 def _apply_change(mine, new) -> None:
     if isinstance(mine, torch.Tensor) and not isinstance(mine, (nn.Parameter, RemoteTensor)):
@@ -398,7 +291,3 @@ def _replace(value, swap):
     if type(value) is dict:
         return {k: _replace(v, swap) for k, v in value.items()}
     return value
-
-
-__all__ = ["RemoteObject", "RemoteTensor", "Session", "ShortcutUsed", "LearnerError", "LearnerDied",
-           "Timeout", "NotebookTimeout", "ProtocolError", "importlib"]
