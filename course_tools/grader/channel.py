@@ -3,8 +3,12 @@
 `Channel` starts the process (inside the walls of isolation.py, running learner/server.py),
 carries frames both ways, and kills it and cleans up after it. It also keeps the two clocks:
 
-- `allow(seconds)`: the budget of what runs next (a cell, an item). Only the time spent waiting
-  for the learner's process counts against it; the checks' own work in the grader does not.
+- `allow(seconds)`: the budget of what runs next (a cell, an item), in CPU seconds of the learner's
+  process (every thread; read from /proc), so an honest, slow answer on a busy laptop or a CI
+  machine running two test workers is not cut off by time it spent waiting for a core. An
+  infinite loop burns CPU and ends at the budget; a process that waits without working (sleep,
+  a blocked read) ends at WALL_FACTOR times the budget of wall-clock time. Where /proc cannot
+  tell (not Linux), the budget is wall-clock time. The checks' own work in the grader never counts.
 - `deadline`: when the notebook's whole grading must end, everything included. A wait that runs
   into it raises `NotebookTimeout` instead of `Timeout`.
 
@@ -29,6 +33,21 @@ from .errors import LearnerDied, NotebookTimeout, ProtocolError, SandboxError, T
 from .isolation import Limits, become_subreaper, confine, open_temp_dir, sandbox_uid, sweep, topmost
 
 FRAME = struct.Struct(">Q")   # a frame's length, in front of its payload (both sides)
+#: A budget of CPU seconds also ends after this many times as much wall-clock time (a waiting process).
+WALL_FACTOR = 4.0
+#: How often a wait looks at the learner's CPU time (seconds).
+POLL_S = 0.1
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system, all threads) process `pid` has used; None where /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()   # after the command name, which may hold spaces
+        return (int(fields[11]) + int(fields[12])) / _TICKS     # utime, stime: fields 14 and 15 of proc(5)
+    except (OSError, IndexError, ValueError):
+        return None
 
 # The learner's process runs the server of this very course (`course`, which the namespace keeps
 # reachable), whatever an isolated interpreter would find first on its own path (an editable
@@ -45,7 +64,8 @@ class Channel:
         self.limits = limits or Limits()
         self.hide = [Path(os.path.realpath(h)) for h in hide]
         self.deadline = deadline       # when the notebook's whole grading must end (time.monotonic)
-        self.budget = float("inf")     # seconds the learner's process may still take (see `allow`)
+        self.budget = float("inf")     # CPU seconds the learner's process may still take (see `allow`)
+        self._cpu_limit: float | None = None   # the learner's CPU time at which the current wait ends
         self.uid = sandbox_uid()
         self.dir = Path(tempfile.mkdtemp(prefix="course-grade-", dir=open_temp_dir()))
         os.chmod(self.dir, 0o700)
@@ -68,18 +88,32 @@ class Channel:
         """Send one request, return its reply; within the budget and before the deadline."""
         if not self.alive:
             raise LearnerDied("the learner's process is not running")
-        started = time.monotonic()
-        own_limit = started + max(self.budget, 0.0)
+        budget, started, cpu_started = max(self.budget, 0.0), time.monotonic(), self._cpu()
+        if cpu_started is None:                                      # wall-clock time only
+            own_limit, self._cpu_limit = started + budget, None
+        else:
+            own_limit, self._cpu_limit = started + WALL_FACTOR * budget, cpu_started + budget
         deadline = min(own_limit, self.deadline)
         try:
             self._send(payload, deadline)
             return self._receive(deadline)
         except Timeout:
-            if self.deadline < own_limit:
+            if self.deadline < own_limit and time.monotonic() >= self.deadline:
                 raise NotebookTimeout() from None
             raise
         finally:
-            self.budget -= time.monotonic() - started
+            cpu_now = self._cpu() if cpu_started is not None else None
+            self.budget -= (cpu_now - cpu_started) if cpu_now is not None else time.monotonic() - started
+            self._cpu_limit = None
+
+    def _cpu(self) -> float | None:
+        return cpu_seconds(self.proc.pid) if self.proc is not None else None
+
+    def _over_cpu_budget(self) -> bool:
+        if self._cpu_limit is None:
+            return False
+        used = self._cpu()
+        return used is not None and used > self._cpu_limit
 
     # ------------------------------------------------------------ the process
     def _needed(self) -> list[Path]:
@@ -143,9 +177,9 @@ class Channel:
         data = memoryview(FRAME.pack(len(payload)) + payload)
         while data:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or self._over_cpu_budget():
                 raise Timeout()
-            _, ready, _ = select.select([], [self._to_child], [], remaining)
+            _, ready, _ = select.select([], [self._to_child], [], min(remaining, POLL_S))
             if ready:
                 try:
                     n = os.write(self._to_child, data[:1 << 16])
@@ -157,9 +191,9 @@ class Channel:
         chunks, got = [], 0
         while got < n:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or self._over_cpu_budget():
                 raise Timeout()
-            ready, _, _ = select.select([self._from_child], [], [], remaining)
+            ready, _, _ = select.select([self._from_child], [], [], min(remaining, POLL_S))
             if not ready:
                 continue
             chunk = os.read(self._from_child, min(n - got, 1 << 20))
