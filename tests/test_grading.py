@@ -2,8 +2,10 @@
 (The attack classes of issue 9 are in test_grader_attacks.py, the gradebook in test_grader_class.py.)"""
 import hashlib
 import json
+import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 
 import nbformat
@@ -55,8 +57,8 @@ def test_every_graded_item_is_registered():
 
 # ------------------------------------------------------------------ tampering, on exercise 01
 
-from tests.exercise00 import (ANSWER, EXERCISE, FULLY_MASKED, LOOPS_WHEN_MASKED, MASKED, POINTS,  # noqa: E402
-                              SYNTAX_ERROR, UNMASKED, WRONG)
+from tests.exercise00 import (ANSWER, EXERCISE, FN, FULLY_MASKED, LOOPS_WHEN_MASKED, MASKED, POINTS,  # noqa: E402
+                              SIGNATURE, SYNTAX_ERROR, UNMASKED, WRONG)
 
 
 def _submission(tmp_path, answer: str, edit=None):
@@ -109,6 +111,28 @@ def test_infinite_loop_costs_only_its_item_and_the_file_is_untouched(tmp_path):
     assert points[FULLY_MASKED] == 0, report
     assert "longer than" in report["items"][1]["feedback"]
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_the_item_budget_counts_cpu_time_so_waiting_costs_nothing_until_the_wall_clock_backstop(tmp_path):
+    """An item's budget is the learner process's CPU time: an answer that waits 2 s once (as a
+    descheduled process on a busy machine would) within a 1 s budget still scores; one that waits
+    for ever is ended by the backstop, WALL_FACTOR times the budget of wall-clock time."""
+    from course_tools.grader.channel import WALL_FACTOR, cpu_seconds
+    assert cpu_seconds(os.getpid()) is not None or sys.platform != "linux"
+    waits_once = (ANSWER + f"\n\nimport time\n_solved, _waited = {FN}, []\n\n\n" + SIGNATURE
+                  + "    if mask is not None and not _waited:\n        _waited.append(time.sleep(2.0))\n"
+                  "    return _solved(x, mask, *args, **kwargs)\n")
+    report = grade(_submission(tmp_path, waits_once), cell_timeout=20, item_timeout=1.0)
+    assert report["score"] == report["max_score"], report
+    hangs = (ANSWER + f"\n\nimport time\n_solved = {FN}\n\n\n" + SIGNATURE
+             + "    if mask is not None:\n        time.sleep(1000)\n"
+             "    return _solved(x, mask, *args, **kwargs)\n")
+    started = time.monotonic()
+    report = grade(_submission(tmp_path, hangs), cell_timeout=20, item_timeout=1.0)
+    points = _points(report)
+    assert points[UNMASKED] == POINTS[UNMASKED] and points[MASKED] == points[FULLY_MASKED] == 0, report
+    assert "longer than" in report["items"][1]["feedback"]
+    assert time.monotonic() - started < 60 + 2 * WALL_FACTOR, report
 
 
 def test_syntax_error_scores_zero_with_a_message(tmp_path):
