@@ -41,7 +41,7 @@ both in step with the notebooks' imports.
 | 24_distillation | distillation | bert, training |
 | 25_fast_inference | fast_inference, model_surgery, onnx_export, quantization, timing | data.corpus, data.similarity_pairs, pretrained, sentence_similarity |
 | every lesson |  | device, evidence, quiz |
-| no lesson directly | cache, threads, validation |  |
+| no lesson directly | cache, validation |  |
 """
 from pathlib import Path
 

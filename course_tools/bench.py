@@ -3,7 +3,7 @@
 Why one module: the three groups below and the busy-machine run (`--busy N`, the same table under
 background load) share one row format, one interleaved timer and the same models and inputs, so
 the table is made and written in one place; the timing statistics themselves live in
-`course_lib.timing` and the busy workers in `course_lib.threads`.
+`course_lib.timing` and the busy workers in `course_tools.threads`.
 
 One interleaved run (every case of a group is called once per round, in a rotated order, so a
 slow spell of a shared machine hits all of them alike) of:
@@ -41,9 +41,9 @@ from typing import Callable
 
 import pandas as pd
 
-from course_lib.threads import PASSIVE_WAIT
+from course_tools.threads import PASSIVE_WAIT
 
-# Idle OpenMP threads sleep instead of spinning (course_lib.threads): OpenMP reads this when torch
+# Idle OpenMP threads sleep instead of spinning (course_tools.threads): OpenMP reads this when torch
 # loads it, so it is set before torch's import (`course bench` imports torch here first; a value
 # already set is kept). On a busy machine spinning threads stalled torch many-fold (`--busy N`).
 for _key, _value in PASSIVE_WAIT.items():
@@ -439,10 +439,10 @@ def busy_table(quiet: pd.DataFrame, busy: pd.DataFrame, burners: int) -> pd.Data
 def run_busy_bench(burners: int, quick: bool = False, out: Path | None = None,
                    cache_dir: Path | None = None, repeats: int | None = None) -> pd.DataFrame:
     """The bench table twice, quiet and with `burners` background processes each burning a core
-    (`course_lib.threads.busy_cores`, stopped on the way out, Ctrl-C included); writes
+    (`course_tools.threads.busy_cores`, stopped on the way out, Ctrl-C included); writes
     build/bench-busy.csv (or `out`) and returns `busy_table`. `repeats` defaults to 3 (5 with
     `quick`): the point is the collapse, many-fold where it happens, not the last percent."""
-    from course_lib.threads import busy_cores
+    from course_tools.threads import busy_cores
 
     out = Path(out) if out is not None else BUILD / "bench-busy.csv"
     repeats = repeats or (5 if quick else 3)

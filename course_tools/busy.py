@@ -5,7 +5,7 @@ OMP_WAIT_POLICY) are read when OpenMP starts, so each setting is measured in its
 process started with that environment. The worker runs a short workload shaped like the
 lessons' (training steps and a batch-1 forward pass of a small BERT, `course_lib.bert`) whenever
 the parent asks; the parent times it in interleaved rounds, quiet and with `burners` background
-processes (`course_lib.threads.busy_cores`), the order of the two alternating from round to round,
+processes (`course_tools.threads.busy_cores`), the order of the two alternating from round to round,
 so that a slow spell of a shared machine hits both alike.
 
     python -m course_tools.busy            # with and without the thread policy, 2 burners
@@ -20,7 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from course_lib.threads import PASSIVE_WAIT, THREAD_VARIABLES, busy_cores, thread_env, threads_for
+from course_tools.threads import PASSIVE_WAIT, THREAD_VARIABLES, busy_cores, thread_env, threads_for
 
 from . import ROOT
 
@@ -77,7 +77,7 @@ def _serve(kind: str = "torch") -> None:
 
 
 def policy_env(jobs: int = 1) -> dict[str, str]:
-    """The environment of a job under the course's thread policy (`course_lib.threads`)."""
+    """The environment of a job under the course's thread policy (`course_tools.threads`)."""
     return thread_env(threads_for(jobs))
 
 

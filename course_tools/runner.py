@@ -149,11 +149,11 @@ def _lesson_seed(lesson: Lesson) -> int:
 
 def use_thread_policy(jobs: int = 1) -> dict[str, str]:
     """Give the lesson kernels started from now on the course's thread policy
-    (`course_lib.threads.lesson_env`): 1 OpenMP/MKL/OpenBLAS thread, as in the tests (tiny models,
+    (`course_tools.threads.lesson_env`): 1 OpenMP/MKL/OpenBLAS thread, as in the tests (tiny models,
     reproducible bits; never more than the cores shared by `jobs` kernels), idle threads sleeping
     rather than spinning, so that a busy laptop slows a lesson by its share of the CPU, not
     many-fold. A variable already set (by the learner, or a sweep run) is kept. Returns what was set."""
-    from course_lib.threads import lesson_env
+    from course_tools.threads import lesson_env
 
     added = {key: value for key, value in lesson_env(jobs).items() if key not in os.environ}
     os.environ.update(added)

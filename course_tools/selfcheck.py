@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib.threads import thread_env
+from course_tools.threads import thread_env
 
 from . import ROOT
 from .grader.notebook import GRADE_CALL   # a grading cell, read as the grader reads it

@@ -1,4 +1,4 @@
-"""course_lib.threads: the thread policy, busy_cores, and a lesson-like workload under load.
+"""course_tools.threads: the thread policy, busy_cores, and a lesson-like workload under load.
 
 The timing test (`test_lesson_like_workload_under_two_burners_stays_within_2x`, ~20 s) is built to
 hold on a busy 2-core CI machine: it compares the workload with its *own* quiet time, measured in
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from course_lib import threads
+from course_tools import threads
 
 TIMING_LOCK = Path(tempfile.gettempdir()) / f"course-timing-{os.getuid() if hasattr(os, 'getuid') else 0}.lock"
 

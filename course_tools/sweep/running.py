@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.std import tqdm
 
-from course_lib.threads import thread_env
+from course_tools.threads import thread_env
 
 from ..manifest import Lesson
 from ..runner import BUILD, INTERRUPTED, execute_lesson, lesson_status
