@@ -62,15 +62,19 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("run", description="execute lessons with papermill; write build/summary.md")
     p.add_argument("--only", nargs="*", help="lesson numbers or ids")
     p.add_argument("--seed", type=int, default=None, help="override every lesson's SEED")
-    p.add_argument("--timeout", type=int, default=600, help="CPU seconds per cell (the learner process's; 4x as much wall-clock time ends a waiting one)")
-    p.add_argument("--update-readme", action="store_true", help="write the timing table of docs/results.md")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    p.add_argument("--jobs", type=int, default=None, help="lessons run at a time, each in its own "
+                   "process with one thread (default: 2, or 1 with --update-readme, never more than the cores; "
+                   "the lessons that pretrain the tiny BERT run one after another)")
+    p.add_argument("--update-readme", action="store_true", help="write the timing table of docs/results.md "
+                   "(each lesson timed alone: one job)")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("sweep", description="run lessons at seeds 0-9 and with 2 threads; write build/sweep.csv")
     p.add_argument("--only", nargs="*", help="lesson numbers or ids")
     p.add_argument("--seeds", nargs="*", type=int, default=None, help="instead of 0-9 (+ 1 with 2 threads)")
     p.add_argument("--threads-run", action="store_true", help="with --seeds: add a 2-thread run")
     p.add_argument("--jobs", type=int, default=1, help="lessons run in parallel (worker processes)")
-    p.add_argument("--timeout", type=int, default=900, help="CPU seconds per cell (the learner process's; 4x as much wall-clock time ends a waiting one)")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per cell")
     p.add_argument("--update-readme", action="store_true", help="write the robustness table of docs/results.md")
     p.add_argument("--collect", action="store_true",
                    help="run nothing: rebuild the tables from the run ledger docs/sweep/runs/")
@@ -111,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                        "else exercises/)")
     p.add_argument("path", help="a lesson number (01), an id, or a notebook's path")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--cell-timeout", type=float, default=60.0, help="CPU seconds per cell (the learner process's; 4x as much wall-clock time ends a waiting one)")
+    p.add_argument("--cell-timeout", type=float, default=60.0, help="CPU seconds per cell (the "
+                   "learner process's; 4x as much wall-clock time ends one that only waits)")
     p.add_argument("--item-timeout", type=float, default=None, help="CPU seconds per graded item "
                    "(default: the cell timeout)")
     p.set_defaults(func=cmd_grade)

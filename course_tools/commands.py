@@ -7,6 +7,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from . import ROOT
@@ -36,8 +37,15 @@ NEXT_STEP = "Next: `make lab` to open the lessons in JupyterLab, or `course star
 
 def cmd_run(args) -> int:
     from .runner import run_lessons, update_readme, write_summary
-    table = run_lessons(_select(args.only), seed=args.seed, timeout=args.timeout)
-    path = write_summary(table, args.seed)
+    from .threads import jobs_for
+    # the timing table holds each lesson's time alone: one at a time; else two (never more than cores)
+    jobs = jobs_for(args.jobs or (1 if args.update_readme else 2))
+    if args.update_readme and jobs > 1:
+        raise SystemExit("course run --update-readme: the timing table holds one lesson's time alone; "
+                         f"add --jobs 1 (got --jobs {jobs})")
+    started = time.perf_counter()
+    table = run_lessons(_select(args.only), seed=args.seed, timeout=args.timeout, jobs=jobs)
+    path = write_summary(table, args.seed, wall_seconds=time.perf_counter() - started)
     print(path.read_text(encoding="utf-8"))
     print(f"summary: {path.relative_to(ROOT)} (and summary.csv); executed notebooks: build/notebooks/")
     if args.update_readme:

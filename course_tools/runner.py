@@ -160,11 +160,25 @@ def use_thread_policy(jobs: int = 1) -> dict[str, str]:
     return added
 
 
+def _row(lesson: Lesson, seconds: float, claims: str, error: str) -> dict:
+    return {"lesson": f"{lesson.number:02d}", "id": lesson.id, "seconds": round(seconds, 1),
+            "claims held": claims, "error": error}
+
+
+def _run_group(group: list[Lesson], out_dir: Path, parameters: dict, timeout: int) -> list[dict]:
+    """Lessons one after another, in a worker process of `run_lessons(jobs=2)`."""
+    return [_row(lesson, *execute_lesson(lesson, out_dir / lesson.notebook.name, parameters, timeout))
+            for lesson in group]
+
+
 def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 600,
-                out_dir: Path = BUILD / "notebooks") -> pd.DataFrame:
+                out_dir: Path = BUILD / "notebooks", jobs: int = 1) -> pd.DataFrame:
+    """Execute `lessons` (`jobs` at a time, each kernel with one thread); one row per lesson, in order."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    use_thread_policy()
+    use_thread_policy(jobs)
     parameters = {} if seed is None else {"SEED": seed}
+    if jobs > 1:
+        return _run_parallel(lessons, seed, timeout, out_dir, jobs, parameters)
     rows = []
     bar = tqdm(lessons, desc="lessons", unit="lesson")
     for lesson in bar:
@@ -172,18 +186,41 @@ def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 6
         if note:
             bar.write(f"lesson {lesson.number:02d} ({lesson.id}): {note}", file=sys.stderr)
         bar.set_postfix_str(f"running {lesson.number:02d} {lesson.id}" + (f" - {note}" if note else ""))
-        seconds, claims, error = execute_lesson(lesson, out_dir / lesson.notebook.name, parameters, timeout)
-        rows.append({"lesson": f"{lesson.number:02d}", "id": lesson.id, "seconds": round(seconds, 1),
-                     "claims held": claims, "error": error})
+        rows.append(_row(lesson, *execute_lesson(lesson, out_dir / lesson.notebook.name, parameters, timeout)))
     return pd.DataFrame(rows)
 
 
-def write_summary(table: pd.DataFrame, seed: int | None) -> Path:
+def _run_parallel(lessons, seed, timeout, out_dir, jobs, parameters) -> pd.DataFrame:
+    # The lessons that load the tiny BERT run one after another in one job (the first pretrains it,
+    # the others read the cache), started first: it is the longest job. Every other lesson is a job.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    pretrained = [lesson for lesson in lessons if needs_pretraining(lesson)]
+    groups = ([pretrained] if pretrained else []) + [[lesson] for lesson in lessons if lesson not in pretrained]
+    notes = [f"lesson {l.number:02d} ({l.id}): {pretraining_note(l, seed)}" for l in pretrained[:1]
+             if pretraining_note(l, seed)]
+    bar = tqdm(total=len(lessons), desc=f"lessons ({jobs} at a time)", unit="lesson")
+    for note in notes:
+        bar.write(note, file=sys.stderr)
+    rows = {}
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_run_group, group, out_dir, parameters, timeout) for group in groups]
+        for future in as_completed(futures):
+            for row in future.result():
+                rows[row["lesson"]] = row
+                bar.update()
+    bar.close()
+    return pd.DataFrame([rows[f"{lesson.number:02d}"] for lesson in lessons])
+
+
+def write_summary(table: pd.DataFrame, seed: int | None, wall_seconds: float | None = None) -> Path:
     BUILD.mkdir(exist_ok=True)
     table.to_csv(BUILD / "summary.csv", index=False)
     total = table["seconds"].sum()
+    wall = "" if wall_seconds is None else f" ({wall_seconds:.0f} s from start to end)"
     text = (f"# Course run (SEED={'default' if seed is None else seed})\n\n"
-            + table.to_markdown(index=False) + f"\n\nTotal: {total:.0f} s, "
+            + table.to_markdown(index=False) + f"\n\nTotal: {total:.0f} s of lessons{wall}, "
             f"median {table['seconds'].median():.1f} s per lesson.\n")
     path = BUILD / "summary.md"
     path.write_text(text, encoding="utf-8")

@@ -39,8 +39,8 @@ def test_course_run_ends_with_what_to_do_next(monkeypatch, tmp_path, capsys):
     from course_tools import runner
     summary = tmp_path / "summary.md"
     summary.write_text("| lesson |\n")
-    monkeypatch.setattr(runner, "run_lessons", lambda lessons, seed, timeout: pd.DataFrame({"claims held": ["yes"]}))
-    monkeypatch.setattr(runner, "write_summary", lambda table, seed: summary)
+    monkeypatch.setattr(runner, "run_lessons", lambda lessons, seed, timeout, jobs=1: pd.DataFrame({"claims held": ["yes"]}))
+    monkeypatch.setattr(runner, "write_summary", lambda table, seed, wall_seconds=None: summary)
     monkeypatch.setattr(commands, "ROOT", tmp_path)
     assert cli.main(["run", "--only", "00"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]

@@ -6,11 +6,13 @@ from course_tools.runner import kernel_manager_class, run_lessons
 
 
 def test_run_lessons_executes_and_reports_claims(tmp_path, capfd):
-    table = run_lessons([by_id("welcome")], seed=2, out_dir=tmp_path)
-    row = table.iloc[0]
-    assert row["claims held"] == "yes", row["error"]
-    assert (tmp_path / "00_welcome.ipynb").exists()
-    assert row["seconds"] > 0
+    # two at a time (`course run`'s default on 2 cores), each in a worker process: rows in lesson order
+    table = run_lessons([by_id("welcome"), by_id("scale-sqrt-dk")], seed=2, out_dir=tmp_path, jobs=2)
+    assert table["lesson"].tolist() == ["00", "01"]
+    for _, row in table.iterrows():
+        assert row["claims held"] == "yes", row["error"]
+        assert row["seconds"] > 0
+    assert (tmp_path / "00_welcome.ipynb").exists() and (tmp_path / "01_scale_sqrt_dk.ipynb").exists()
     # IPC sockets on POSIX: no "running over TCP without encryption" warning per lesson
     if os.name != "nt":
         assert kernel_manager_class()().transport == "ipc"
