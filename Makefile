@@ -33,7 +33,7 @@ course: install
 TEST_WORKERS ?= 2
 
 test: install
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lab: install
 	$(BIN)/course lab

@@ -71,6 +71,7 @@ def pytest_collection_modifyitems(config, items):
             kind = BY_FILE.get(path.name, "unit")
         item.add_marker(getattr(pytest.mark, kind))
     # The longest files first: `make test` hands whole files to two workers (pytest-xdist,
-    # `--dist loadfile`), so a long file started last would leave one core idle at the end.
+    # `--dist loadfile --no-loadscope-reorder`: in this order, not by number of tests), so a long
+    # file started last would leave one core idle at the end.
     items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
                else len(LONGEST_FIRST))
