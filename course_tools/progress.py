@@ -9,6 +9,7 @@ held) and the executed notebooks in `build/notebooks/`; the interview column fro
 from __future__ import annotations
 
 import datetime as dt
+import re
 import textwrap
 from pathlib import Path
 
@@ -124,5 +125,10 @@ def footer(frame: pd.DataFrame, width: int = WIDTH) -> str:
                   f"scores: {scores} (from `course grade`); lessons: build/summary.csv, build/notebooks/ "
                   f"(from `course run`); interview: right / asked, each item's latest answer (from "
                   f"`course interview`); every column in full: `course progress --csv`"]
-    return "\n" + "\n".join(textwrap.fill(p, width, break_on_hyphens=False, break_long_words=False)
-                             for p in paragraphs)
+    return "\n" + "\n".join(_fill(p, width) for p in paragraphs)
+
+
+def _fill(paragraph: str, width: int) -> str:
+    """`textwrap.fill`, never breaking inside a `command` (a no-break space holds it together)."""
+    held = re.sub(r"`[^`]*`", lambda m: m.group().replace(" ", "\u00a0"), paragraph)
+    return textwrap.fill(held, width, break_on_hyphens=False, break_long_words=False).replace("\u00a0", " ")
