@@ -467,13 +467,6 @@ def busy_markdown(table: pd.DataFrame) -> str:
         "speed vs reference, busy": [_fmt(x, 3) + "×" if not pd.isna(x) else ""
                                      for x in table["speed ratio busy"]]})
     m = table.iloc[0]
-    fused = table[table.get("fused ops", pd.Series([""] * len(table))).fillna("").astype(str) != ""]
-    operators = "".join(f"\n- {row['case']}: {row['fused ops']}"
-                        for _, row in fused.drop_duplicates("case").iterrows())
-    if operators:
-        operators = ("\n\nOperators in each ONNX graph (counted in the file; ONNX Runtime's BERT optimizer "
-                     "fuses attention, the embeddings' LayerNorm, the residual LayerNorms and GELU, and "
-                     "leaves no Softmax):" + operators)
     return (shown.to_markdown(index=False)
             + f"\n\nBusy: {m['burners']} background processes each burning a core. Machine: "
               f"{m['device']}, {m['cores']} cores, torch threads {m['torch threads']}, OpenMP wait "
@@ -496,20 +489,22 @@ def markdown(table: pd.DataFrame) -> str:
         "cosine": [_fmt(x, 4) for x in table["cosine"]],
         "Spearman diff": [_fmt(x, 2) for x in table.get("Spearman diff", pd.Series([None] * len(table)))]})
     m = table.iloc[0]
-    fused = table[table.get("fused ops", pd.Series([""] * len(table))).fillna("").astype(str) != ""]
-    operators = "".join(f"\n- {row['case']}: {row['fused ops']}"
-                        for _, row in fused.drop_duplicates("case").iterrows())
-    if operators:
-        operators = ("\n\nOperators in each ONNX graph (counted in the file; ONNX Runtime's BERT optimizer "
-                     "fuses attention, the embeddings' LayerNorm, the residual LayerNorms and GELU, and "
-                     "leaves no Softmax):" + operators)
     return (shown.to_markdown(index=False)
             + f"\n\nSpeed vs reference: the reference's time divided by the case's (1.2× = 20% "
               f"more throughput), medians of interleaved runs; min–max: the slowest and fastest "
               f"round's paired ratio (lesson 25's paths). Spearman diff: STS Spearman of lesson "
               f"25's similarity pairs minus fp32's. Machine: {m['device']}, "
               f"{m['cores']} cores, torch threads {m['torch threads']}, torch {m['torch']}, "
-              f"transformers {m['transformers']}. Absolute times: `build/bench.csv`." + operators)
+              f"transformers {m['transformers']}. Absolute times: `build/bench.csv`." + _operators(table))
+
+
+def _operators(table: pd.DataFrame) -> str:
+    """The operators of each ONNX graph of the table (its "fused ops" column), one line per case."""
+    fused = table[table.get("fused ops", pd.Series([""] * len(table))).fillna("").astype(str) != ""]
+    lines = "".join(f"\n- {row['case']}: {row['fused ops']}" for _, row in fused.drop_duplicates("case").iterrows())
+    return ("\n\nOperators in each ONNX graph (counted in the file; ONNX Runtime's BERT optimizer fuses "
+            "attention, the embeddings' LayerNorm, the residual LayerNorms and GELU, and leaves no "
+            "Softmax):" + lines) if lines else ""
 
 
 def _range_column(table: pd.DataFrame) -> list[str]:
