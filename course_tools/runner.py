@@ -198,11 +198,10 @@ def _run_parallel(lessons, seed, timeout, out_dir, jobs, parameters) -> pd.DataF
 
     pretrained = [lesson for lesson in lessons if needs_pretraining(lesson)]
     groups = ([pretrained] if pretrained else []) + [[lesson] for lesson in lessons if lesson not in pretrained]
-    notes = [f"lesson {l.number:02d} ({l.id}): {pretraining_note(l, seed)}" for l in pretrained[:1]
-             if pretraining_note(l, seed)]
+    note = pretraining_note(pretrained[0], seed) if pretrained else ""
     bar = tqdm(total=len(lessons), desc=f"lessons ({jobs} at a time)", unit="lesson")
-    for note in notes:
-        bar.write(note, file=sys.stderr)
+    if note:
+        bar.write(f"lesson {pretrained[0].number:02d} ({pretrained[0].id}): {note}", file=sys.stderr)
     rows = {}
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(_run_group, group, out_dir, parameters, timeout) for group in groups]

@@ -49,6 +49,7 @@ def cpu_seconds(pid: int) -> float | None:
     except (OSError, IndexError, ValueError):
         return None
 
+
 # The learner's process runs the server of this very course (`course`, which the namespace keeps
 # reachable), whatever an isolated interpreter would find first on its own path (an editable
 # install of another checkout, a wheel in site-packages).
