@@ -48,6 +48,9 @@ LONGEST_FIRST = ["test_lessons.py", "test_selfcheck.py", "test_grading.py", "tes
 
 
 def pytest_addoption(parser):
+    parser.addoption("--lessons", default=None, metavar="NN,NN",
+                     help="only these lessons' items of the tests parametrised by lesson (e.g. 00,04; "
+                          "the others run whole): what .ci/as_learner runs as an ordinary user")
     parser.addoption("--seeds", type=int, default=4,
                      help="tests/test_check_seeds.py: hidden-case seeds per solution and honest variant "
                           "(200: the full run)")
@@ -58,7 +61,19 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{name}: {text}")
 
 
+def _lesson_param(item):
+    """The Lesson an item is parametrised with (its `lesson` argument), or None."""
+    return getattr(getattr(item, "callspec", None), "params", {}).get("lesson")
+
+
 def pytest_collection_modifyitems(config, items):
+    wanted = config.getoption("--lessons")
+    if wanted:
+        numbers = {int(n) for n in wanted.split(",") if n.strip()}
+        dropped = [i for i in items if getattr(_lesson_param(i), "number", None) not in (None, *numbers)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if i not in dropped]
     for item in items:
         if any(item.get_closest_marker(name) for name in MARKERS):
             continue
@@ -75,3 +90,12 @@ def pytest_collection_modifyitems(config, items):
     # file started last would leave one core idle at the end.
     items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
                else len(LONGEST_FIRST))
+
+
+@pytest.fixture(scope="module")
+def selected_lessons(request) -> set[str]:
+    """Stems of the lessons that this run's items of the requesting test file are parametrised
+    with: a module fixture that runs every lesson at once (nbval, grading) runs only these
+    (`-k 07`, `--lessons 00,04`)."""
+    return {_lesson_param(item).stem for item in request.session.items
+            if item.module is request.module and _lesson_param(item) is not None}

@@ -10,7 +10,7 @@ ran, transitively. One helper builds such keys, so that every cache misses the s
     with atomic_path(path) as tmp:          # a name unique to this process; renamed when done
         write(tmp)
 
-The course's caches all use these helpers: `course_lib.fast_inference` (ONNX files) and
+The course's caches all use these helpers: `course_lib.onnx_export` (ONNX files) and
 `course_lib.pretraining` (the tiny BERT's checkpoints). A cached file is read back as data only
 (`torch.load(..., weights_only=True)`): loading it runs no code.
 """
@@ -108,7 +108,7 @@ def _json_default(value):
     if hasattr(value, "shape") and getattr(value, "ndim", 0) >= 1:      # a tensor or an array
         raise ValueError(f"inputs: expected JSON-like values, got a {type(value).__name__} of shape "
                          f"{tuple(value.shape)}, whose str() elides values: key a digest of it "
-                         f"(e.g. course_lib.fast_inference.state_digest) or .tolist()")
+                         f"(e.g. course_lib.onnx_export.state_digest) or .tolist()")
     return str(value)
 
 

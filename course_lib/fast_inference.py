@@ -7,13 +7,11 @@ The cheaper models themselves come from one module each:
 * `course_lib.onnx_export`: the ONNX export (plain, or fused by ONNX Runtime's BERT optimizer),
   its cache and the ONNX Runtime session (`onnx_session`, `OnnxEncoder`);
 * `course_lib.model_surgery`: low-rank feed-forward matrices and fewer layers;
-and the timing statistics are `course_lib.timing`, shared with `course bench`. Their names are
-re-exported here so that `fi.onnx_session`, `fi.time_interleaved`, `fi.low_rank_ffn` ... read as
-before.
+and the timing statistics are `course_lib.timing`, shared with `course bench`.
 
-    session = onnx_session(model, int8=True, per_channel=True, fused=True)
+    session = onnx_export.onnx_session(model, int8=True, per_channel=True, fused=True)
     vectors = embed(session, batch)                         # mean-pooled sentence embeddings
-    smaller = low_rank_ffn(model, rank=64)                  # feed-forward matrices of rank 64
+    forward_flops(model, seq_len=128)                       # the work of one forward pass
 """
 from __future__ import annotations
 
@@ -23,14 +21,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .model_surgery import LowRankLinear, _ffn_linears, first_layers, low_rank_ffn  # noqa: F401
-from .onnx_export import (FUSED_OPERATORS, LAST_BUILD, EncoderOutput,  # noqa: F401
-                          OnnxEncoder, _config_dict, _export, _KeywordEncoder, _model_sources,
-                          default_cache_dir, fusable_copy, fused_operator_counts, onnx_cache_key,
-                          onnx_file, onnx_session, optimize_bert, ort_options, state_digest)
+from .onnx_export import OnnxEncoder
 from .pooling import mean_pooling
-from .timing import (median, min_max, paired_ratio, ratio_range, round_ratios,  # noqa: F401
-                     spread, time_interleaved)
+
 
 def size_on_disk(model) -> int:
     """Bytes of the saved weights: the ONNX file of an `OnnxEncoder`, else `torch.save` of the

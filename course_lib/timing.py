@@ -5,12 +5,16 @@ Used by lesson 25 and `course bench` alike (one timer, one set of statistics).
     median(times["int8"])                          # seconds per call
     paired_ratio(times, "fp32", "int8")            # median of per-round speed-ups
     ratio_range(times, "fp32", "int8")             # (slowest, fastest) per-round speed-up
+    with busy_cores(2): ...                        # the same, on a busy machine
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import statistics
+import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -87,3 +91,50 @@ def min_max(values) -> tuple[float, float]:
     """(smallest, largest) of the values: every round, not only the middle ones."""
     values = list(values)
     return min(values), max(values)
+
+
+# ---------------------------------------------------------------------------------------------
+# a busy machine, on purpose (lesson 25, `course bench --busy N`)
+# ---------------------------------------------------------------------------------------------
+
+#: A burner: pure Python, one core, exits when its parent is gone or after `limit` seconds (a
+#: safety net should the parent be killed without running its clean-up).
+_BURNER = """
+import os, sys, time
+parent, end = os.getppid(), time.monotonic() + float(sys.argv[1])
+while os.getppid() == parent and time.monotonic() < end:
+    x = 0
+    for i in range(200_000):
+        x += i * i
+"""
+
+
+@contextlib.contextmanager
+def busy_cores(n: int, limit: float = 900.0):
+    """Within the block, `n` background processes each burn one core (pure Python loops), as the
+    other programs of a busy laptop do. They are stopped on leaving the block, by an exception or
+    Ctrl-C too, and each stops by itself when this process is gone or after `limit` seconds.
+    Yields the list of their process ids (empty for n=0)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n: expected an int >= 0, got {n!r}")
+    procs: list[subprocess.Popen] = []
+    try:
+        for _ in range(n):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-c", _BURNER, str(limit)], stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=os.environ))
+        if procs:
+            time.sleep(0.05)            # they are running before the first timing
+        yield [p.pid for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + 5
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

@@ -56,9 +56,10 @@ from course_lib.timing import ratio_range, time_interleaved  # noqa: E402
 from .runner import BUILD, replace_readme_block  # noqa: E402
 
 BENCH_BEGIN, BENCH_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+BUSY_BEGIN, BUSY_END = "<!-- bench-busy:begin -->", "<!-- bench-busy:end -->"
 COLUMNS = ["group", "case", "reference", "seconds", "reference seconds", "speed ratio",
            "max abs diff", "cosine", "note", "speed ratio min", "speed ratio max",
-           "STS Spearman", "Spearman diff", "fused ops"]
+           "STS Spearman", "Spearman diff", "fused ops", "runs", "run ratio min", "run ratio max"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,20 +264,21 @@ def _any_hidden(model, batch):
 
 
 def _sts_set(course):
-    """(sentences, labels) of lesson 25's similarity pairs (lesson 19's set, seed 0, 20 pairs per
-    label) and the MiniLM tokenizer, when `course` is MiniLM; else None (--quick's tiny BERT)."""
+    """(sentences, labels) of lesson 19's similarity pairs (seed 0, 120 pairs per label: lesson 25's
+    60 pairs cannot resolve a Spearman difference of 0.005) and the MiniLM tokenizer, when `course`
+    is MiniLM; else None (--quick's tiny BERT)."""
     from course_lib.pretrained import minilm_config, minilm_tokenizer
 
     if course.config != minilm_config():
         return None
     from course_lib.data.similarity_pairs import similarity_pairs
 
-    pairs = similarity_pairs(0, n_per_label=20)
+    pairs = similarity_pairs(0, n_per_label=120)
     return [a for a, _, _ in pairs] + [b for _, b, _ in pairs], [y for *_, y in pairs], minilm_tokenizer()
 
 
 def _sts_spearman(model, sts) -> float:
-    """Spearman of the pairs' embedding cosines with their labels (lesson 25's fidelity set)."""
+    """Spearman of the pairs' embedding cosines with their labels (`_sts_set`)."""
     from course_lib import fast_inference as fi
     from course_lib.sentence_similarity import spearman
 
@@ -299,13 +301,16 @@ def _fused_ops(model) -> str:
 
 
 def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable[[int], int],
-                         cache_dir) -> list[dict]:
-    """Lesson 25's int8 and ONNX Runtime paths against the best fp32 path (CPU)."""
+                         cache_dir, runs: int = 1) -> list[dict]:
+    """Lesson 25's int8 and ONNX Runtime paths against the best fp32 path (CPU), timed in `runs`
+    separate interleaved runs (their median, and the slowest and fastest run's ratio)."""
     from course_lib import fast_inference as fi
     from course_lib import quantization as q8
+    from course_lib.onnx_export import onnx_session
 
     def ort(int8: bool, fused: bool):
-        return fi.onnx_session(course, int8=int8, per_channel=True, fused=fused, cache_dir=cache_dir)
+        return onnx_session(course, int8=int8, per_channel=True, fused=fused, cache_dir=cache_dir,
+                            num_threads=1)
 
     # ONNX Runtime's fp32 graph is an fp32 path too: on some CPUs it is the fastest one, and the
     # int8 speed-up must be measured against whichever fp32 path is fastest here
@@ -324,25 +329,38 @@ def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable
     spearmans = {name: _sts_spearman(m, sts) for name, m in models.items()} if sts else {}
     ops = {name: _fused_ops(m) for name, m in models.items()}
     rows = []
+    # One thread, as lesson 25 times them and as the course runs a job (course_tools.threads): what
+    # int8 changes is the work per thread; a second thread on 2 cores adds its synchronisation
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(1)
     for batch in batches:
         B, T = batch["input_ids"].shape
-        runs = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in models.items()}
-        times = time_interleaved(runs, repeats(B), seed=0)              # in inference mode
-        t = {name: statistics.median(v) for name, v in times.items()}
+        calls = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in models.items()}
+        # `runs` separate interleaved runs: each run's ratio is against that run's fastest fp32 path
+        per_run = [time_interleaved(calls, repeats(B), seed=run) for run in range(runs)]   # inference mode
+        medians = [{name: statistics.median(v) for name, v in times.items()} for times in per_run]
+        run_ratios = {name: [t[min(fp32, key=t.get)] / t[name] for t in medians] for name in models}
+        t = {name: statistics.median(m[name] for m in medians) for name in models}
         best = min(fp32, key=t.get)
+        pooled = {name: [x for times in per_run for x in times[name]] for name in models}   # every round
         reference = fi.embed(course, batch)
         for name, model in models.items():                 # the best fp32 path itself shows 1.0x
             cosine = torch.nn.functional.cosine_similarity(fi.embed(model, batch), reference).min()
             row = _row(f"lesson 25 paths {B}x{T} (CPU)", name, f"best fp32 ({best})",
                        t[name], t[best], cosine=cosine.item(),
                        note="cosine: smallest over the batch, mean-pooled embeddings vs fp32; "
-                            "speed ratio min/max: the slowest and fastest round (paired)")
-            row["speed ratio min"], row["speed ratio max"] = ratio_range(times, best, name)
+                            "speed ratio min/max: the slowest and fastest round (paired); "
+                            "run ratio min/max: the slowest and fastest run's median against its "
+                            "own fastest fp32 path")
+            row["speed ratio min"], row["speed ratio max"] = ratio_range(pooled, best, name)
+            row["runs"] = runs
+            row["run ratio min"], row["run ratio max"] = min(run_ratios[name]), max(run_ratios[name])
             if spearmans:
                 row["STS Spearman"] = spearmans[name]
                 row["Spearman diff"] = spearmans[name] - spearmans["course fp32"]
             row["fused ops"] = ops[name]
             rows.append(row)
+    torch.set_num_threads(threads_before)
     return rows
 
 
@@ -372,8 +390,9 @@ def machine() -> dict:
 
 
 def run_bench(quick: bool = False, out: Path | None = None, cache_dir: Path | None = None,
-              repeats: int | None = None) -> pd.DataFrame:
-    """Run every group; write the CSV (default build/bench.csv) and return the table."""
+              repeats: int | None = None, runs: int = 1) -> pd.DataFrame:
+    """Run every group (lesson 25's paths `runs` times); write the CSV (default build/bench.csv) and
+    return the table."""
     from course_lib.device import get_device
 
     device = get_device()
@@ -405,7 +424,7 @@ def run_bench(quick: bool = False, out: Path | None = None, cache_dir: Path | No
     if device.type == "cpu":
         rows += bench_fast_inference(course, hf_sdpa, batches[::-1],
                                      lambda B: n(B) if B > 1 else n(B) // 2 or 1,   # >= 10 rounds each
-                                     cache_dir)
+                                     cache_dir, runs=runs)
     else:
         rows.append(_row("lesson 25 paths", "int8 / ONNX Runtime", "-", float("nan"),
                          float("nan"), note=f"CPU-only paths, skipped on {device.type}"))
@@ -439,10 +458,10 @@ def busy_table(quiet: pd.DataFrame, busy: pd.DataFrame, burners: int) -> pd.Data
 def run_busy_bench(burners: int, quick: bool = False, out: Path | None = None,
                    cache_dir: Path | None = None, repeats: int | None = None) -> pd.DataFrame:
     """The bench table twice, quiet and with `burners` background processes each burning a core
-    (`course_tools.threads.busy_cores`, stopped on the way out, Ctrl-C included); writes
+    (`course_lib.timing.busy_cores`, stopped on the way out, Ctrl-C included); writes
     build/bench-busy.csv (or `out`) and returns `busy_table`. `repeats` defaults to 3 (5 with
     `quick`): the point is the collapse, many-fold where it happens, not the last percent."""
-    from course_tools.threads import busy_cores
+    from course_lib.timing import busy_cores
 
     out = Path(out) if out is not None else BUILD / "bench-busy.csv"
     repeats = repeats or (5 if quick else 3)
@@ -485,6 +504,8 @@ def markdown(table: pd.DataFrame) -> str:
         "group": table["group"], "case": table["case"], "reference": table["reference"],
         "speed vs reference": [_fmt(x, 3) + "×" if not pd.isna(x) else "" for x in table["speed ratio"]],
         "min–max over rounds": _range_column(table),
+        **({f"min–max over {int(table['runs'].max())} runs": _range_column(table, "run ratio")}
+           if table.get("runs", pd.Series(dtype=float)).max() > 1 else {}),
         "max abs diff": [_fmt(x, 2) for x in table["max abs diff"]],
         "cosine": [_fmt(x, 4) for x in table["cosine"]],
         "Spearman diff": [_fmt(x, 2) for x in table.get("Spearman diff", pd.Series([None] * len(table)))]})
@@ -492,8 +513,10 @@ def markdown(table: pd.DataFrame) -> str:
     return (shown.to_markdown(index=False)
             + f"\n\nSpeed vs reference: the reference's time divided by the case's (1.2× = 20% "
               f"more throughput), medians of interleaved runs; min–max: the slowest and fastest "
-              f"round's paired ratio (lesson 25's paths). Spearman diff: STS Spearman of lesson "
-              f"25's similarity pairs minus fp32's. Machine: {m['device']}, "
+              f"round's paired ratio (lesson 25's paths, 1 thread each, as the lesson times them); over "
+              f"runs: the slowest and fastest run's median ratio against that run's fastest fp32 path. "
+              f"Spearman diff: STS Spearman (lesson 19's similarity pairs, 120 per label) minus fp32's; "
+              f"cosine: the smallest over the batch. Machine: {m['device']}, "
               f"{m['cores']} cores, torch threads {m['torch threads']}, torch {m['torch']}, "
               f"transformers {m['transformers']}. Absolute times: `build/bench.csv`." + _operators(table))
 
@@ -507,15 +530,19 @@ def _operators(table: pd.DataFrame) -> str:
             "Softmax):" + lines) if lines else ""
 
 
-def _range_column(table: pd.DataFrame) -> list[str]:
-    """'1.6–2.9×' from the per-round min and max ratio, '' where a row has none."""
-    lows = table.get("speed ratio min", pd.Series([None] * len(table)))
-    highs = table.get("speed ratio max", pd.Series([None] * len(table)))
+def _range_column(table: pd.DataFrame, prefix: str = "speed ratio") -> list[str]:
+    """'1.6–2.9×' from a row's min and max ratio (per round, or per run: `prefix`), '' where it has none."""
+    lows = table.get(f"{prefix} min", pd.Series([None] * len(table)))
+    highs = table.get(f"{prefix} max", pd.Series([None] * len(table)))
     return [f"{_fmt(lo, 3)}–{_fmt(hi, 3)}×" if not (lo is None or pd.isna(lo)) else ""
             for lo, hi in zip(lows, highs)]
 
 
-def update_readme(table: pd.DataFrame, readme: Path | None = None) -> None:
-    """Write the speed table into docs/results.md (or `readme`), between the bench markers."""
+def update_readme(table: pd.DataFrame, readme: Path | None = None, busy: bool = False) -> None:
+    """Write the speed table into docs/results.md (or `readme`), between the bench markers; with
+    `busy`, `course bench --busy N`'s table (`busy_table`) between the busy markers beside it."""
     kwargs = {} if readme is None else {"readme": readme}
-    replace_readme_block(BENCH_BEGIN, BENCH_END, markdown(table), **kwargs)
+    if busy:
+        replace_readme_block(BUSY_BEGIN, BUSY_END, busy_markdown(table), **kwargs)
+    else:
+        replace_readme_block(BENCH_BEGIN, BENCH_END, markdown(table), **kwargs)

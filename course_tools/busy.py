@@ -5,7 +5,7 @@ OMP_WAIT_POLICY) are read when OpenMP starts, so each setting is measured in its
 process started with that environment. The worker runs a short workload shaped like the
 lessons' (training steps and a batch-1 forward pass of a small BERT, `course_lib.bert`) whenever
 the parent asks; the parent times it in interleaved rounds, quiet and with `burners` background
-processes (`course_tools.threads.busy_cores`), the order of the two alternating from round to round,
+processes (`course_lib.timing.busy_cores`), the order of the two alternating from round to round,
 so that a slow spell of a shared machine hits both alike.
 
     python -m course_tools.busy            # with and without the thread policy, 2 burners
@@ -20,7 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from course_tools.threads import PASSIVE_WAIT, THREAD_VARIABLES, busy_cores, thread_env, threads_for
+from course_tools.threads import PASSIVE_WAIT, THREAD_VARIABLES, thread_env, threads_for
 
 from . import ROOT
 
@@ -151,6 +151,8 @@ def time_busy(workers: dict[str, Worker], burners: int = 2, rounds: int = 5,
     """Each worker's workload (`units` units per timing), quiet and with `burners` background
     processes, `rounds` rounds: in each round every worker is timed once quiet and once busy, the
     workers in a rotated order, quiet first in even rounds and busy first in odd ones."""
+    from course_lib.timing import busy_cores     # (imports torch: not before the workers' env is set)
+
     out = {name: BusyTiming() for name in workers}
     names = list(workers)
     for r in range(rounds):

@@ -38,6 +38,12 @@ GROUPS = {
 }
 
 
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
 def _grouped_help(sub) -> str:
     names = list(sub.choices)
     grouped = {n for group in GROUPS.values() for n in group}
@@ -103,7 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", description="course BERT vs Hugging Face speed ratios; write build/bench.csv")
     p.add_argument("--quick", action="store_true", help="a tiny random BERT and small shapes (seconds)")
     p.add_argument("--out", default=None, help="the CSV (default build/bench.csv)")
-    p.add_argument("--update-readme", action="store_true", help="write the speed table of docs/results.md")
+    p.add_argument("--update-readme", action="store_true", help="write the speed table of docs/results.md "
+                   "(with --busy: the busy-machine table beside it)")
+    p.add_argument("--runs", type=_positive_int, default=1, metavar="N", help="time lesson 25's paths in N "
+                   "separate interleaved runs; the table shows the slowest and fastest run")
     p.add_argument("--busy", type=int, default=0, metavar="N", help="time the table quiet and with N "
                    "background processes burning cores; report busy / quiet per row (build/bench-busy.csv)")
     p.set_defaults(func=cmd_bench)

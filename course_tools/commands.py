@@ -97,10 +97,14 @@ def cmd_bench(args) -> int:
     from .bench import markdown, run_bench, update_readme
     if args.busy:                                       # the same table, quiet and under load
         from .bench import busy_markdown, run_busy_bench
-        print(busy_markdown(run_busy_bench(args.busy, quick=args.quick, out=args.out)))
+        busy = run_busy_bench(args.busy, quick=args.quick, out=args.out)
+        print(busy_markdown(busy))
         print(f"seconds and ratios: {args.out or 'build/bench-busy.csv'}")
+        if args.update_readme:
+            update_readme(busy, busy=True)
+            print("docs/results.md busy-machine table updated")
         return 0
-    table = run_bench(quick=args.quick, out=args.out)
+    table = run_bench(quick=args.quick, out=args.out, runs=args.runs)
     print(markdown(table))
     print(f"seconds and ratios: {args.out or 'build/bench.csv'}")
     if args.update_readme:

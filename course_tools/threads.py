@@ -9,7 +9,7 @@ spinning, which burns the very core the late thread needs. A forward pass of a s
 thousands of short operations, so a few milliseconds lost per operation become a many-fold
 slow-down (measured: `course bench --busy 2`, lesson 25). ONNX Runtime's pool hands out work in
 small pieces that the calling thread can finish by itself, and its threads sleep rather than
-spin (`course_lib.fast_inference.ort_options`), so it loses far less.
+spin (`course_lib.onnx_export.ort_options`), so it loses far less.
 
 The policy (`threads_for`, `jobs_for`, `thread_env`, `lesson_env`, `apply_threads`):
 
@@ -22,16 +22,13 @@ The policy (`threads_for`, `jobs_for`, `thread_env`, `lesson_env`, `apply_thread
   core that thread needs. OpenMP reads these when it starts, so they matter for a process started
   afterwards (a lesson's kernel, a sweep job, the grader's sandbox), not for this one.
 
-`busy_cores(n)` starts `n` background processes that burn one core each (the busy laptop of
-`course bench --busy N`, lesson 25 and tests/test_threads.py), always stopped on leaving the block.
+The busy laptop of `course bench --busy N`, lesson 25 and tests/test_threads.py is
+`course_lib.timing.busy_cores(n)`: lesson 25 uses it, so it lives with the timer. This module
+imports neither torch nor course_lib, so that what it sets can come before torch loads OpenMP.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
-import sys
-import time
 
 #: The environment variables that set a thread count of the libraries under torch and numpy.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -86,7 +83,7 @@ def thread_env(threads: int, passive: bool = True) -> dict[str, str]:
 def apply_threads(threads: int, environ: dict | None = None) -> int:
     """Use `threads` threads here (torch's intra-op pool) and in every process started from now on
     (`thread_env` written into `environ`, default os.environ); return the count. ONNX Runtime
-    sessions made afterwards with `course_lib.fast_inference.ort_options()` follow torch's count."""
+    sessions made afterwards with `course_lib.onnx_export.ort_options()` follow torch's count."""
     import torch
 
     (os.environ if environ is None else environ).update(thread_env(threads))
@@ -105,50 +102,3 @@ def ort_session_options(threads: int):
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     return options
-
-
-# ---------------------------------------------------------------------------------------------
-# a busy machine, on purpose
-# ---------------------------------------------------------------------------------------------
-
-#: A burner: pure Python, one core, exits when its parent is gone or after `limit` seconds (a
-#: safety net should the parent be killed without running its clean-up).
-_BURNER = """
-import os, sys, time
-parent, end = os.getppid(), time.monotonic() + float(sys.argv[1])
-while os.getppid() == parent and time.monotonic() < end:
-    x = 0
-    for i in range(200_000):
-        x += i * i
-"""
-
-
-@contextlib.contextmanager
-def busy_cores(n: int, limit: float = 900.0):
-    """Within the block, `n` background processes each burn one core (pure Python loops), as the
-    other programs of a busy laptop do. They are stopped on leaving the block, by an exception or
-    Ctrl-C too, and each stops by itself when this process is gone or after `limit` seconds.
-    Yields the list of their process ids (empty for n=0)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n: expected an int >= 0, got {n!r}")
-    procs: list[subprocess.Popen] = []
-    try:
-        for _ in range(n):
-            procs.append(subprocess.Popen(
-                [sys.executable, "-c", _BURNER, str(limit)], stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                env={**os.environ, **thread_env(1)}))
-        if procs:
-            time.sleep(0.05)            # they are running before the first timing
-        yield [p.pid for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        deadline = time.monotonic() + 5
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()

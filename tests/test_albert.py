@@ -126,7 +126,7 @@ def test_a_traced_albert_keeps_the_padding_mask():
     the mask: the no-padding shortcut is skipped while tracing."""
     import warnings
 
-    from course_lib.fast_inference import _KeywordEncoder
+    from course_lib.onnx_export import _KeywordEncoder
 
     model = _tiny_albert()
     ids = torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(2))

@@ -25,10 +25,10 @@ import torch
 from torch import nn
 
 from course_lib import (albert, bert, cache, complexity, device, distillation, embedding, evidence,
-                        fast_inference, feedforward, layernorm, long_text, masking, permutation_masks,
+                        feedforward, layernorm, long_text, masking, model_surgery, permutation_masks,
                         pooling, positional, pretraining, pretraining_cli, quantization, quiz, schedules,
                         self_attention, sentence_pairs, sentence_similarity, span_corruption,
-                        tokenization, training, transformer, transformer_xl, weight_tying)
+                        timing, tokenization, training, transformer, transformer_xl, weight_tying)
 from course_lib.attention import MultiHeadAttention, scaled_dot_product_attention, split_heads
 from course_lib.data import corpus, markov, similarity_pairs, tasks, toy
 from course_lib.pretraining_batches import PairBatcher
@@ -233,14 +233,6 @@ EVIDENCE = [
     ("claim statement not a str", lambda: evidence.claim(3, 0.8, ">", 0.5), r"^statement: expected the claim in words \(a non-empty str\), got 3"),
 ]
 
-# ---------------------------------------------------------------------------------- fast_inference
-_lin = nn.Linear(6, 4)
-FAST_INFERENCE = [
-    ("paired_ratio lengths", lambda: fast_inference.paired_ratio({"a": [1.0, 2.0], "b": [1.0]}, "a", "b"), r"^times\['b'\]: expected 2 rounds like times\['a'\], got 1"),
-    ("LowRankLinear rank 2.5", lambda: fast_inference.LowRankLinear(_lin, 2.5), r"^rank: expected 1\.\.4 for a 4x6 weight, got 2\.5"),
-    ("LowRankLinear rank True", lambda: fast_inference.LowRankLinear(_lin, True), r"^rank: expected 1\.\.4 for a 4x6 weight, got True"),
-]
-
 # ------------------------------------------------------------------------------------- feedforward
 _ffn = feedforward.FeedForward(8, 16)
 FEEDFORWARD = [
@@ -296,6 +288,13 @@ MASKING = [
     ("random_word_ids mask_token_id 30, special_ids []", lambda: masking.random_word_ids(30, 30, []), r"^mask_token_id: expected an id in \[0, vocab_size=30\), got 30"),
     ("random_word_ids vocab_size 0", lambda: masking.random_word_ids(0, 4), r"^mask_token_id: expected an id in \[0, vocab_size=0\), got 4"),
     ("mask_tokens split NaN", lambda: _mt(mask_prob_split=(math.nan, 0, 0)), r"^mask_prob_split: expected three non-negative shares summing to 1, got \(nan, 0, 0\)"),
+]
+
+# ---------------------------------------------------------------------------------- model_surgery
+_lin = nn.Linear(6, 4)
+MODEL_SURGERY = [
+    ("LowRankLinear rank 2.5", lambda: model_surgery.LowRankLinear(_lin, 2.5), r"^rank: expected 1\.\.4 for a 4x6 weight, got 2\.5"),
+    ("LowRankLinear rank True", lambda: model_surgery.LowRankLinear(_lin, True), r"^rank: expected 1\.\.4 for a 4x6 weight, got True"),
 ]
 
 # ----------------------------------------------------------------------------------------- pooling
@@ -435,6 +434,12 @@ SPAN_CORRUPTION = [
     ("span_lengths int 2", lambda: span_corruption.span_lengths(torch.tensor([0, 2])), r"^noise_mask: expected a bool tensor \(or 0/1 integers\), got torch\.int64"),
     ("span_corrupt sentinel collides", lambda: span_corruption.span_corrupt(torch.arange(6), torch.tensor([0, 1, 0, 0, 1, 0]).bool(), [1, 2, 3]),
      r"^sentinel_ids: expected ids that do not occur in input_ids, got \[1, 2, 3\], which do"),
+]
+
+# ------------------------------------------------------------------------------------------ timing
+TIMING = [
+    ("paired_ratio lengths", lambda: timing.paired_ratio({"a": [1.0, 2.0], "b": [1.0]}, "a", "b"), r"^times\['b'\]: expected 2 rounds like times\['a'\], got 1"),
+    ("busy_cores n -1", lambda: timing.busy_cores(-1).__enter__(), r"^n: expected an int >= 0, got -1"),
 ]
 
 # ------------------------------------------------------------------------------------ tokenization
@@ -606,13 +611,13 @@ WEIGHT_TYING = [
 BAD_INPUTS = {"albert": ALBERT, "attention": ATTENTION, "bert": BERT, "cache": CACHE, "complexity": COMPLEXITY,
               "data.corpus": DATA_CORPUS, "data.markov": DATA_MARKOV, "data.similarity_pairs": DATA_SIMILARITY_PAIRS,
               "device": DEVICE, "distillation": DISTILLATION, "embedding": EMBEDDING, "evidence": EVIDENCE,
-              "fast_inference": FAST_INFERENCE, "feedforward": FEEDFORWARD, "layernorm": LAYERNORM,
-              "long_text": LONG_TEXT, "masking": MASKING, "pooling": POOLING, "positional": POSITIONAL,
+              "feedforward": FEEDFORWARD, "layernorm": LAYERNORM,
+              "long_text": LONG_TEXT, "masking": MASKING, "model_surgery": MODEL_SURGERY, "pooling": POOLING, "positional": POSITIONAL,
               "pretraining": PRETRAINING, "pretraining_batches": PRETRAINING_BATCHES,
               "pretraining_cli": PRETRAINING_CLI, "quantization": QUANTIZATION, "quiz": QUIZ, "schedules": SCHEDULES,
               "self_attention": SELF_ATTENTION, "sentence_pairs": SENTENCE_PAIRS,
               "sentence_similarity": SENTENCE_SIMILARITY, "span_corruption": SPAN_CORRUPTION,
-              "tokenization": TOKENIZATION, "training": TRAINING, "transformer": TRANSFORMER,
+              "timing": TIMING, "tokenization": TOKENIZATION, "training": TRAINING, "transformer": TRANSFORMER,
               "transformer_xl": TRANSFORMER_XL, "weight_tying": WEIGHT_TYING}
 
 
@@ -735,7 +740,7 @@ def test_honest_inputs_still_work():
     assert isinstance(_tok(["hi"], return_tensors=None)["input_ids"], list)
     assert tokenization.truncate_longest_first([1, 2, 3], [4], 0) == ([], [])
     assert tokenization.truncate_longest_first(torch.arange(5), None, 2)[0].tolist() == [0, 1]
-    assert fast_inference.median((3.0, np.float32(1.0), 2)) == 2
+    assert timing.median((3.0, np.float32(1.0), 2)) == 2
     assert markov.sample_markov(markov.make_markov_language(5, 2, _G()), 2, 4, _G(), offset=4).min() >= 4
 
 

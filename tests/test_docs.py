@@ -17,7 +17,8 @@ README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [README, ROOT / "CONTRIBUTING.md", *DOCS]
 MARKERS = [(runner.README_BEGIN, runner.README_END), (sweep_results.SWEEP_BEGIN, sweep_results.SWEEP_END),
-           (bench.BENCH_BEGIN, bench.BENCH_END)]
+           (bench.BENCH_BEGIN, bench.BENCH_END),
+           (bench.BUSY_BEGIN, bench.BUSY_END)]
 
 
 def _text(path):

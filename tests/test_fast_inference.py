@@ -1,4 +1,4 @@
-"""course_lib.fast_inference and course_lib.quantization against independent references (torch's own quantisers, SVD,
+"""course_lib.fast_inference, onnx_export, model_surgery, timing and quantization against independent references (torch's own quantisers, SVD,
 running the layers by hand, ONNX Runtime vs torch)."""
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib.bert import BertConfig, BertModel
-from course_lib.fast_inference import (LowRankLinear, embed, first_layers, low_rank_ffn,
-                                       onnx_session, pad_batch, size_on_disk, state_digest,
-                                       time_interleaved)
 import course_lib.fast_inference as fi
+import course_lib.onnx_export as ox
+from course_lib.fast_inference import embed, pad_batch, size_on_disk
+from course_lib.model_surgery import LowRankLinear, first_layers, low_rank_ffn
+from course_lib.onnx_export import onnx_session, state_digest
+from course_lib import timing
+from course_lib.timing import time_interleaved
 from course_lib.quantization import (dequantize_int8, quantization_error, quantize_int8,
                                      quantize_per_channel_int8, quantize_per_tensor_int8)
 
@@ -148,15 +151,15 @@ def test_embed_excludes_padding():
 def test_onnx_matches_torch_and_is_cached(tmp_path):
     model = _tiny()
     batch = _batch(B=3, T=11)                          # other shapes than the export example
-    fi.LAST_BUILD.clear()
+    ox.LAST_BUILD.clear()
     session = onnx_session(model, int8=False, cache_dir=tmp_path)
-    assert "export_s" in fi.LAST_BUILD
+    assert "export_s" in ox.LAST_BUILD
     torch.testing.assert_close(embed(session, batch), embed(model, batch), atol=1e-4, rtol=1e-4)
-    fi.LAST_BUILD.clear()
+    ox.LAST_BUILD.clear()
     again = onnx_session(model, int8=False, cache_dir=tmp_path)
-    assert fi.LAST_BUILD == {} and again.path == session.path
+    assert ox.LAST_BUILD == {} and again.path == session.path
     quantized = onnx_session(model, int8=True, per_channel=True, cache_dir=tmp_path)
-    assert "quantize_s" in fi.LAST_BUILD
+    assert "quantize_s" in ox.LAST_BUILD
     assert size_on_disk(quantized) < size_on_disk(session)
     cos = F.cosine_similarity(embed(quantized, batch), embed(model, batch))
     assert cos.min() > 0.95
@@ -172,7 +175,7 @@ def test_fused_export_fuses_attention_and_embeddings_and_matches_the_course_mode
     included, and the int8 graph quantised from the fused one keeps the embeddings."""
     model = _tiny()
     batch = _batch(B=3, T=11)                                   # rows padded to 8 and 4
-    plain = fi.fused_operator_counts(fi.onnx_file(model, int8=False, cache_dir=tmp_path))
+    plain = ox.fused_operator_counts(ox.onnx_file(model, int8=False, cache_dir=tmp_path))
     assert plain["Attention"] == 0 and plain["EmbedLayerNormalization"] == 0
     fused = onnx_session(model, int8=False, fused=True, cache_dir=tmp_path)
     counts = fused.fused_operators()
@@ -214,7 +217,7 @@ def test_fusable_copy_leaves_the_model_alone():
     model = _tiny()
     batch = _batch()
     before = embed(model, batch)
-    copy_ = fi.fusable_copy(model)
+    copy_ = ox.fusable_copy(model)
     torch.testing.assert_close(embed(copy_, batch), before, atol=1e-5, rtol=1e-5)
     assert "forward" not in vars(model.layers[0].self_attn)         # the original is unpatched
     assert "forward" in vars(copy_.layers[0].self_attn)
@@ -270,15 +273,15 @@ def test_onnx_cache_key_sees_config_and_course_source(tmp_path, monkeypatch):
     from course_lib import cache
 
     model = _tiny()
-    key = fi.onnx_cache_key(model)
+    key = ox.onnx_cache_key(model)
     # same weights (same shapes, copied), another head count: another key
     config = BertConfig(**{**model.config.__dict__, "num_attention_heads": 2})
     other = BertModel(config).eval()
     other.load_state_dict(model.state_dict())
     assert state_digest(other) == state_digest(model)
-    assert fi.onnx_cache_key(other) != key
+    assert ox.onnx_cache_key(other) != key
     # the course source that defines the model is part of the key: bert.py and what it imports
-    files = fi._model_sources(model)
+    files = ox._model_sources(model)
     assert {"bert.py", "transformer.py", "attention.py", "onnx_export.py",
             "quantization.py"} <= {p.name for p in files}
     copies = []
@@ -286,10 +289,10 @@ def test_onnx_cache_key_sees_config_and_course_source(tmp_path, monkeypatch):
         copies.append(tmp_path / path.name)
         shutil.copy(path, copies[-1])
     monkeypatch.setattr(cache, "source_modules", lambda *entry: copies)
-    assert fi.onnx_cache_key(model) == key                       # identical copies, same key
+    assert ox.onnx_cache_key(model) == key                       # identical copies, same key
     bert = tmp_path / "bert.py"
     bert.write_text(bert.read_text() + "\n# a changed line\n")
-    assert fi.onnx_cache_key(model) != key
+    assert ox.onnx_cache_key(model) != key
 
 
 def test_torch_int8_with_8bit_activations():
@@ -319,11 +322,11 @@ def test_shuffled_rounds_and_paired_ratio():
     time_interleaved({n: (lambda n=n: again.append(n)) for n in "abcd"}, repeats=6, warmup=0, seed=3)
     assert again == calls
     t = {"ref": [2.0, 4.0, 6.0], "case": [1.0, 1.0, 3.0]}
-    assert fi.paired_ratio(t, "ref", "case") == 2.0
-    assert fi.ratio_range(t, "ref", "case") == (min(fi.round_ratios(t, "ref", "case")),
-                                                max(fi.round_ratios(t, "ref", "case")))
-    assert fi.min_max([3.0, 1.0, 2.0]) == (1.0, 3.0)
-    assert fi.spread([1.0, 2.0, 3.0, 4.0, 5.0]) == (2.0, 4.0)
+    assert timing.paired_ratio(t, "ref", "case") == 2.0
+    assert timing.ratio_range(t, "ref", "case") == (min(timing.round_ratios(t, "ref", "case")),
+                                                max(timing.round_ratios(t, "ref", "case")))
+    assert timing.min_max([3.0, 1.0, 2.0]) == (1.0, 3.0)
+    assert timing.spread([1.0, 2.0, 3.0, 4.0, 5.0]) == (2.0, 4.0)
 
 
 def test_forward_flops_counts_linears_and_attention():

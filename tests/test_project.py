@@ -94,3 +94,20 @@ def test_papermill_reads_every_parameter(lesson, caplog):
     assert "SEED" in names
     assert not [r.message for r in caplog.records if "Unable to parse" in r.getMessage()], \
         [r.getMessage() for r in caplog.records]
+
+
+def test_lessons_option_keeps_only_those_lessons_items_and_every_other_test():
+    """`pytest --lessons 00,04` (what .ci/as_learner runs as an ordinary user): the tests
+    parametrised by lesson run for lessons 00 and 04 only; every other test of the file runs."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "--lessons", "00,04", "tests/test_grading.py", "tests/test_selfcheck.py"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300).stdout
+    ids = [line for line in out.splitlines() if "::" in line]
+    per_lesson = [i for i in ids if "every_item[" in i or "full_marks[" in i or "solution[" in i]
+    assert per_lesson and all(("[00" in i or "[04" in i) for i in per_lesson), per_lesson
+    assert len(per_lesson) == 2 + 2 + 2                  # 2 lessons x (untouched, solution, nbval)
+    assert any("test_cli_json_output_and_exit_status" in i for i in ids)
+    assert any("test_course_check_reports_each_check" in i for i in ids)

@@ -19,8 +19,9 @@ WITH_EXERCISE = [lesson for lesson in LESSONS if lesson.has_exercise]
 
 
 @pytest.fixture(scope="module")
-def results():
-    paths = [p for lesson in WITH_EXERCISE for p in (lesson.exercise, lesson.solution)]
+def results(selected_lessons):
+    paths = [p for lesson in WITH_EXERCISE if lesson.stem in selected_lessons
+             for p in (lesson.exercise, lesson.solution)]
     start = time.perf_counter()
     outcome = selfcheck.run_parallel(paths, workers=2, timeout=900)
     print(f"\nnbval over {len(paths)} notebooks: {time.perf_counter() - start:.0f} s")

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from course_lib import timing
 from course_tools import threads
 
 TIMING_LOCK = Path(tempfile.gettempdir()) / f"course-timing-{os.getuid() if hasattr(os, 'getuid') else 0}.lock"
@@ -53,13 +54,13 @@ def test_thread_env_sets_every_library_alike_and_passive_waiting():
 def test_apply_threads_sets_torch_and_the_environment_and_ort_follows():
     import torch
 
-    from course_lib import fast_inference as fi
+    from course_lib import onnx_export
 
     before, environ = torch.get_num_threads(), {}
     try:
         assert threads.apply_threads(1, environ) == 1
         assert torch.get_num_threads() == 1 and environ["OMP_NUM_THREADS"] == "1"
-        assert fi.ort_options().intra_op_num_threads == 1          # ONNX Runtime follows torch
+        assert onnx_export.ort_options().intra_op_num_threads == 1          # ONNX Runtime follows torch
     finally:
         torch.set_num_threads(before)
     assert threads.ort_session_options(2).intra_op_num_threads == 2
@@ -90,15 +91,15 @@ def _alive(pid: int) -> bool:
 
 def test_busy_cores_burns_and_always_stops():
     with pytest.raises(KeyboardInterrupt):
-        with threads.busy_cores(2) as pids:
+        with timing.busy_cores(2) as pids:
             assert len(pids) == 2 and all(_alive(p) for p in pids)
             raise KeyboardInterrupt                      # Ctrl-C inside the block
     time.sleep(0.1)
     assert not any(_alive(p) for p in pids)
-    with threads.busy_cores(0) as none:
+    with timing.busy_cores(0) as none:
         assert none == []
     with pytest.raises(ValueError):
-        with threads.busy_cores(-1):
+        with timing.busy_cores(-1):
             pass
 
 
