@@ -302,8 +302,8 @@ def _fused_ops(model) -> str:
 
 def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable[[int], int],
                          cache_dir, runs: int = 1) -> list[dict]:
-    """Lesson 25's int8 and ONNX Runtime paths against the best fp32 path (CPU), timed in `runs`
-    separate interleaved runs (their median, and the slowest and fastest run's ratio)."""
+    """Lesson 25's int8 and ONNX Runtime paths against the best fp32 path (CPU); at batch 1 timed in
+    `runs` separate interleaved runs (their median, and the slowest and fastest run's ratio)."""
     from course_lib import fast_inference as fi
     from course_lib import quantization as q8
     from course_lib.onnx_export import onnx_session
@@ -336,8 +336,10 @@ def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable
     for batch in batches:
         B, T = batch["input_ids"].shape
         calls = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in models.items()}
-        # `runs` separate interleaved runs: each run's ratio is against that run's fastest fp32 path
-        per_run = [time_interleaved(calls, repeats(B), seed=run) for run in range(runs)]   # inference mode
+        # `runs` separate interleaved runs at batch 1 (32 x 128: one, each round takes seconds); each
+        # run's ratio is against that run's own fastest fp32 path
+        n_runs = runs if B == 1 else 1
+        per_run = [time_interleaved(calls, repeats(B), seed=run) for run in range(n_runs)]   # inference mode
         medians = [{name: statistics.median(v) for name, v in times.items()} for times in per_run]
         run_ratios = {name: [t[min(fp32, key=t.get)] / t[name] for t in medians] for name in models}
         t = {name: statistics.median(m[name] for m in medians) for name in models}
@@ -353,8 +355,9 @@ def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable
                             "run ratio min/max: the slowest and fastest run's median against its "
                             "own fastest fp32 path")
             row["speed ratio min"], row["speed ratio max"] = ratio_range(pooled, best, name)
-            row["runs"] = runs
-            row["run ratio min"], row["run ratio max"] = min(run_ratios[name]), max(run_ratios[name])
+            row["runs"] = n_runs
+            if n_runs > 1:
+                row["run ratio min"], row["run ratio max"] = min(run_ratios[name]), max(run_ratios[name])
             if spearmans:
                 row["STS Spearman"] = spearmans[name]
                 row["Spearman diff"] = spearmans[name] - spearmans["course fp32"]

@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="the CSV (default build/bench.csv)")
     p.add_argument("--update-readme", action="store_true", help="write the speed table of docs/results.md "
                    "(with --busy: the busy-machine table beside it)")
-    p.add_argument("--runs", type=_positive_int, default=1, metavar="N", help="time lesson 25's paths in N "
-                   "separate interleaved runs; the table shows the slowest and fastest run")
+    p.add_argument("--runs", type=_positive_int, default=1, metavar="N", help="time lesson 25's paths at 1 x 128 "
+                   "in N separate interleaved runs; the table shows the slowest and fastest run")
     p.add_argument("--busy", type=int, default=0, metavar="N", help="time the table quiet and with N "
                    "background processes burning cores; report busy / quiet per row (build/bench-busy.csv)")
     p.set_defaults(func=cmd_bench)

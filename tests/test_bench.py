@@ -14,7 +14,7 @@ from course_tools import bench  # noqa: E402
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bench")
-    return bench.run_bench(quick=True, out=folder / "bench.csv", cache_dir=folder / "onnx"), folder
+    return bench.run_bench(quick=True, out=folder / "bench.csv", cache_dir=folder / "onnx", runs=2), folder
 
 
 def test_quick_bench_runs_every_path_and_writes_the_csv(table):
@@ -37,6 +37,12 @@ def test_quick_bench_runs_every_path_and_writes_the_csv(table):
         assert fused["fused ops"].str.contains("EmbedLayerNormalization 1").all()
         assert (paths["speed ratio min"] <= paths["speed ratio"] + 1e-12).all()
         assert (paths["speed ratio"] <= paths["speed ratio max"] + 1e-12).all()
+        # --runs 2: the batch-1 rows were timed in two runs (their slowest and fastest run's ratio),
+        # the bigger batch once
+        one = paths[paths["group"].str.contains(" 1x")]
+        assert (one["runs"] == 2).all() and (one["run ratio min"] <= one["run ratio max"]).all()
+        assert (paths[~paths["group"].str.contains(" 1x")]["runs"] == 1).all()
+        assert "min–max over 2 runs" in bench.markdown(table)
     assert (table["seconds"].dropna() > 0).all()
     assert (table["speed ratio"].dropna() > 0).all()
     # the course model equals Hugging Face's (same weights) and the pretraining losses agree
