@@ -448,9 +448,10 @@ def busy_table(quiet: pd.DataFrame, busy: pd.DataFrame, burners: int) -> pd.Data
     """Per row of the table: seconds quiet and busy, the slow-down busy / quiet, and the row's speed
     ratio against its reference quiet and busy (within each table the cases were interleaved, so
     those two are fair; quiet and busy were two runs, one after the other)."""
-    keys = ["group", "case", "reference"]
-    merged = quiet[keys + ["seconds", "speed ratio"]].merge(
-        busy[keys + ["seconds", "speed ratio"]], on=keys, suffixes=(" quiet", " busy"), how="outer")
+    keys = ["group", "case"]            # the reference (the fastest fp32 path) may differ quiet and busy
+    merged = quiet[keys + ["reference", "seconds", "speed ratio"]].merge(
+        busy[keys + ["reference", "seconds", "speed ratio"]], on=keys, suffixes=(" quiet", " busy"), how="outer",
+        sort=False)
     merged["busy / quiet"] = merged["seconds busy"] / merged["seconds quiet"]
     merged["burners"] = burners
     for key, value in machine().items():
@@ -482,7 +483,9 @@ def run_busy_bench(burners: int, quick: bool = False, out: Path | None = None,
 def busy_markdown(table: pd.DataFrame) -> str:
     """`course bench --busy N`'s table: slow-down under load, speed vs reference quiet and busy."""
     shown = pd.DataFrame({
-        "group": table["group"], "case": table["case"], "reference": table["reference"],
+        "group": table["group"], "case": table["case"],
+        "reference": [q if q == b or pd.isna(b) else f"{q} (busy: {b})"
+                      for q, b in zip(table["reference quiet"], table["reference busy"])],
         "busy / quiet time": [_fmt(x, 3) + "×" if not pd.isna(x) else "" for x in table["busy / quiet"]],
         "speed vs reference, quiet": [_fmt(x, 3) + "×" if not pd.isna(x) else ""
                                       for x in table["speed ratio quiet"]],
