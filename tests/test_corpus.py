@@ -55,14 +55,17 @@ def _sources(number, replaced):
     return setup, [replaced.get(i, source) for i, source in enumerate(answers)]
 
 
-def in_notebook(number, replaced, seed=0):
-    """{item id: Result} as the notebook's check(...) computes it."""
+def in_notebook(number, replaced, seed=0, items=None):
+    """{item id: Result} as the notebook's check(...) computes it, for every graded item of the
+    exercise or only `items` (a mistake is judged on its own item: each check is independent)."""
     setup, answers = _sources(number, replaced)
     namespace = {"__name__": "__main__"}
     for source in setup + answers:
         exec(compile(source, "<cell>", "exec"), namespace)   # noqa: S102 - the corpus is ours
     out = {}
     for item in _cells(number)[2]:
+        if items is not None and item not in items:
+            continue
         objects = [namespace.get(name) for name in REGISTRY[item].uses]
         out[item] = run_check(item, *objects, seed=seed, learner_sources=answers, official_sources=setup)
     return out
@@ -93,7 +96,7 @@ HONEST_CASES = [(n, h) for n, c in sorted(CORPORA.items()) for h in c.HONEST]
 
 @pytest.mark.parametrize("number,mistake", MISTAKE_CASES, ids=[f"{n:02d}-{m.item}-{m.name}" for n, m in MISTAKE_CASES])
 def test_mistake_scores_zero_with_feedback_that_names_it(number, mistake):
-    result = in_notebook(number, mistake.answers)[mistake.item]
+    result = in_notebook(number, mistake.answers, items={mistake.item})[mistake.item]
     assert result.points == 0 and not result.passed, f"{mistake.name} passed {mistake.item}"
     assert mistake.words.lower() in result.feedback.lower(), (mistake.words, result.feedback)
 
