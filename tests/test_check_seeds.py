@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from .test_corpus import CORPORA, LESSON, REGISTRY, in_notebook
+from .test_corpus import CORPORA, LESSON, in_notebook_at_seeds
 
 pytestmark = pytest.mark.grader
 
@@ -31,8 +31,9 @@ def _seeds(count: int, name: str) -> list[int]:
 @pytest.mark.parametrize("number,name,answers", CASES, ids=[f"lesson{n:02d}-{name}" for n, name, _ in CASES])
 def test_reference_and_honest_variants_pass_at_every_seed(number, name, answers, request):
     failures = []
-    for seed in _seeds(request.config.getoption("--seeds"), f"{number}:{name}"):
-        for item, result in in_notebook(number, answers, seed=seed).items():
+    seeds = _seeds(request.config.getoption("--seeds"), f"{number}:{name}")
+    for seed, results in in_notebook_at_seeds(number, answers, seeds).items():
+        for item, result in results.items():
             if not result.passed:
                 failures.append(f"seed {seed}, {item}: {result.feedback}")
     assert not failures, f"lesson {number:02d} {name} failed {len(failures)} time(s): " + " | ".join(failures[:5])

@@ -58,16 +58,25 @@ def _sources(number, replaced):
 def in_notebook(number, replaced, seed=0, items=None):
     """{item id: Result} as the notebook's check(...) computes it, for every graded item of the
     exercise or only `items` (a mistake is judged on its own item: each check is independent)."""
+    return in_notebook_at_seeds(number, replaced, [seed], items)[seed]
+
+
+def in_notebook_at_seeds(number, replaced, seeds, items=None):
+    """{seed: {item id: Result}}: the exercise's cells run once, then every check at each seed (the
+    seed draws the hidden cases; the cells do not depend on it)."""
     setup, answers = _sources(number, replaced)
     namespace = {"__name__": "__main__"}
     for source in setup + answers:
         exec(compile(source, "<cell>", "exec"), namespace)   # noqa: S102 - the corpus is ours
     out = {}
-    for item in _cells(number)[2]:
-        if items is not None and item not in items:
-            continue
-        objects = [namespace.get(name) for name in REGISTRY[item].uses]
-        out[item] = run_check(item, *objects, seed=seed, learner_sources=answers, official_sources=setup)
+    for seed in seeds:
+        out[seed] = {}
+        for item in _cells(number)[2]:
+            if items is not None and item not in items:
+                continue
+            objects = [namespace.get(name) for name in REGISTRY[item].uses]
+            out[seed][item] = run_check(item, *objects, seed=seed, learner_sources=answers,
+                                        official_sources=setup)
     return out
 
 
