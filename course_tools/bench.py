@@ -17,8 +17,9 @@ slow spell of a shared machine hits all of them alike) of:
 2. one pretraining step (forward, backward, AdamW) of the tiny BERT of lessons 16-17 (its
    `PretrainConfig`), course `BertForPreTraining` vs `transformers.BertForPreTraining` with the
    same config and weights, in tokens per second;
-3. lesson 25's CPU paths (`course_lib.fast_inference`) at batch 1 and 32: PyTorch dynamic int8
-   (per tensor, per channel, and per channel with 8-bit activations on a CPU with VNNI), ONNX
+3. lesson 25's CPU paths (`course_lib.fast_inference`) at batch 1 and 32, one thread each as the
+   lesson times them (`--runs N`: batch 1 in N separate runs, the slowest and fastest shown):
+   PyTorch dynamic int8 (per tensor, per channel, and per channel with 8-bit activations on a CPU with VNNI), ONNX
    Runtime fp32 and int8 (per channel), each as exported (unfused) and fused by ONNX Runtime's
    BERT optimizer (`course_lib.onnx_export`, with the fused-operator counts), against the best
    fp32 path (the fastest of the course's model, Hugging Face's SDPA model and ONNX Runtime fp32,
@@ -333,37 +334,40 @@ def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable
     # int8 changes is the work per thread; a second thread on 2 cores adds its synchronisation
     threads_before = torch.get_num_threads()
     torch.set_num_threads(1)
-    for batch in batches:
-        B, T = batch["input_ids"].shape
-        calls = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in models.items()}
-        # `runs` separate interleaved runs at batch 1 (32 x 128: one, each round takes seconds); each
-        # run's ratio is against that run's own fastest fp32 path
-        n_runs = runs if B == 1 else 1
-        per_run = [time_interleaved(calls, repeats(B), seed=run) for run in range(n_runs)]   # inference mode
-        medians = [{name: statistics.median(v) for name, v in times.items()} for times in per_run]
-        run_ratios = {name: [t[min(fp32, key=t.get)] / t[name] for t in medians] for name in models}
-        t = {name: statistics.median(m[name] for m in medians) for name in models}
-        best = min(fp32, key=t.get)
-        pooled = {name: [x for times in per_run for x in times[name]] for name in models}   # every round
-        reference = fi.embed(course, batch)
-        for name, model in models.items():                 # the best fp32 path itself shows 1.0x
-            cosine = torch.nn.functional.cosine_similarity(fi.embed(model, batch), reference).min()
-            row = _row(f"lesson 25 paths {B}x{T} (CPU)", name, f"best fp32 ({best})",
-                       t[name], t[best], cosine=cosine.item(),
-                       note="cosine: smallest over the batch, mean-pooled embeddings vs fp32; "
-                            "speed ratio min/max: the slowest and fastest round (paired); "
-                            "run ratio min/max: the slowest and fastest run's median against its "
-                            "own fastest fp32 path")
-            row["speed ratio min"], row["speed ratio max"] = ratio_range(pooled, best, name)
-            row["runs"] = n_runs
-            if n_runs > 1:
-                row["run ratio min"], row["run ratio max"] = min(run_ratios[name]), max(run_ratios[name])
-            if spearmans:
-                row["STS Spearman"] = spearmans[name]
-                row["Spearman diff"] = spearmans[name] - spearmans["course fp32"]
-            row["fused ops"] = ops[name]
-            rows.append(row)
-    torch.set_num_threads(threads_before)
+    try:
+        for batch in batches:
+            B, T = batch["input_ids"].shape
+            calls = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in models.items()}
+            # `runs` separate interleaved runs at batch 1 (32 x 128: one, each round takes seconds); each
+            # run's ratio is against that run's own fastest fp32 path
+            n_runs = runs if B == 1 else 1
+            per_run = [time_interleaved(calls, repeats(B), seed=run)            # in inference mode
+                       for run in range(n_runs)]
+            medians = [{name: statistics.median(v) for name, v in times.items()} for times in per_run]
+            run_ratios = {name: [t[min(fp32, key=t.get)] / t[name] for t in medians] for name in models}
+            t = {name: statistics.median(m[name] for m in medians) for name in models}
+            best = min(fp32, key=t.get)
+            pooled = {name: [x for times in per_run for x in times[name]] for name in models}   # every round
+            reference = fi.embed(course, batch)
+            for name, model in models.items():                 # the best fp32 path itself shows 1.0x
+                cosine = torch.nn.functional.cosine_similarity(fi.embed(model, batch), reference).min()
+                row = _row(f"lesson 25 paths {B}x{T} (CPU)", name, f"best fp32 ({best})",
+                           t[name], t[best], cosine=cosine.item(),
+                           note="cosine: smallest over the batch, mean-pooled embeddings vs fp32; "
+                                "speed ratio min/max: the slowest and fastest round (paired); "
+                                "run ratio min/max: the slowest and fastest run's median against its "
+                                "own fastest fp32 path")
+                row["speed ratio min"], row["speed ratio max"] = ratio_range(pooled, best, name)
+                row["runs"] = n_runs
+                if n_runs > 1:
+                    row["run ratio min"], row["run ratio max"] = min(run_ratios[name]), max(run_ratios[name])
+                if spearmans:
+                    row["STS Spearman"] = spearmans[name]
+                    row["Spearman diff"] = spearmans[name] - spearmans["course fp32"]
+                row["fused ops"] = ops[name]
+                rows.append(row)
+    finally:
+        torch.set_num_threads(threads_before)
     return rows
 
 
@@ -450,8 +454,8 @@ def busy_table(quiet: pd.DataFrame, busy: pd.DataFrame, burners: int) -> pd.Data
     those two are fair; quiet and busy were two runs, one after the other)."""
     keys = ["group", "case"]            # the reference (the fastest fp32 path) may differ quiet and busy
     merged = quiet[keys + ["reference", "seconds", "speed ratio"]].merge(
-        busy[keys + ["reference", "seconds", "speed ratio"]], on=keys, suffixes=(" quiet", " busy"), how="outer",
-        sort=False)
+        busy[keys + ["reference", "seconds", "speed ratio"]], on=keys, suffixes=(" quiet", " busy"),
+        how="outer", sort=False)
     merged["busy / quiet"] = merged["seconds busy"] / merged["seconds quiet"]
     merged["burners"] = burners
     for key, value in machine().items():
