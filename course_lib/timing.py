@@ -10,7 +10,6 @@ Used by lesson 25 and `course bench` alike (one timer, one set of statistics).
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import statistics
 import subprocess
@@ -122,8 +121,7 @@ def busy_cores(n: int, limit: float = 900.0):
         for _ in range(n):
             procs.append(subprocess.Popen(
                 [sys.executable, "-c", _BURNER, str(limit)], stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                env=os.environ))
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         if procs:
             time.sleep(0.05)            # they are running before the first timing
         yield [p.pid for p in procs]

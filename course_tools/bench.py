@@ -301,6 +301,19 @@ def _fused_ops(model) -> str:
                                                   "SkipLayerNormalization", "BiasGelu", "Softmax"))
 
 
+def _timed_runs(models: dict, fp32: dict, batch: dict, repeats: int, n_runs: int):
+    """`n_runs` separate interleaved timings of `models` on `batch` (in inference mode), each run's
+    ratios against that run's own fastest fp32 path. Returns (median time per model over the runs'
+    medians, the fastest fp32 path by that time, per model its ratio in each run, every round pooled)."""
+    calls = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in models.items()}
+    per_run = [time_interleaved(calls, repeats, seed=run) for run in range(n_runs)]
+    medians = [{name: statistics.median(v) for name, v in times.items()} for times in per_run]
+    run_ratios = {name: [t[min(fp32, key=t.get)] / t[name] for t in medians] for name in models}
+    t = {name: statistics.median(m[name] for m in medians) for name in models}
+    pooled = {name: [x for times in per_run for x in times[name]] for name in models}
+    return t, min(fp32, key=t.get), run_ratios, pooled
+
+
 def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable[[int], int],
                          cache_dir, runs: int = 1) -> list[dict]:
     """Lesson 25's int8 and ONNX Runtime paths against the best fp32 path (CPU); at batch 1 timed in
@@ -337,17 +350,8 @@ def bench_fast_inference(course, hf_sdpa, batches: list[dict], repeats: Callable
     try:
         for batch in batches:
             B, T = batch["input_ids"].shape
-            calls = {name: (lambda m=m: _any_hidden(m, batch)) for name, m in models.items()}
-            # `runs` separate interleaved runs at batch 1 (32 x 128: one, each round takes seconds); each
-            # run's ratio is against that run's own fastest fp32 path
-            n_runs = runs if B == 1 else 1
-            per_run = [time_interleaved(calls, repeats(B), seed=run)            # in inference mode
-                       for run in range(n_runs)]
-            medians = [{name: statistics.median(v) for name, v in times.items()} for times in per_run]
-            run_ratios = {name: [t[min(fp32, key=t.get)] / t[name] for t in medians] for name in models}
-            t = {name: statistics.median(m[name] for m in medians) for name in models}
-            best = min(fp32, key=t.get)
-            pooled = {name: [x for times in per_run for x in times[name]] for name in models}   # every round
+            n_runs = runs if B == 1 else 1          # 32 x 128: one run, each round takes seconds
+            t, best, run_ratios, pooled = _timed_runs(models, fp32, batch, repeats(B), n_runs)
             reference = fi.embed(course, batch)
             for name, model in models.items():                 # the best fp32 path itself shows 1.0x
                 cosine = torch.nn.functional.cosine_similarity(fi.embed(model, batch), reference).min()

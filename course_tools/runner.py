@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -190,6 +191,14 @@ def run_lessons(lessons: list[Lesson], seed: int | None = None, timeout: int = 6
     return pd.DataFrame(rows)
 
 
+def expected_seconds(lesson: Lesson) -> float:
+    """How long the lesson ran in the sweep (the median of its ledger's runs; 0 without a ledger).
+    Runs of older code count too: an estimate for ordering the jobs, never reported."""
+    from .sweep.ledger import read_ledger
+    seconds = [float(run["seconds"]) for run in read_ledger(lesson)["runs"].values() if run.get("seconds")]
+    return statistics.median(seconds) if seconds else 0.0
+
+
 def _run_parallel(lessons, seed, timeout, out_dir, jobs, parameters) -> pd.DataFrame:
     # The lessons that load the tiny BERT run one after another in one job (the first pretrains it,
     # the others read the cache), started first: it is the longest job. Every other lesson is a job.
@@ -198,6 +207,9 @@ def _run_parallel(lessons, seed, timeout, out_dir, jobs, parameters) -> pd.DataF
 
     pretrained = [lesson for lesson in lessons if needs_pretraining(lesson)]
     groups = ([pretrained] if pretrained else []) + [[lesson] for lesson in lessons if lesson not in pretrained]
+    # Longest first: the last job to start is then a short one, so no core sits idle for long while
+    # another finishes a long lesson (in numeric order the longest lessons came last).
+    groups.sort(key=lambda group: -sum(expected_seconds(lesson) for lesson in group))
     note = pretraining_note(pretrained[0], seed) if pretrained else ""
     bar = tqdm(total=len(lessons), desc=f"lessons ({jobs} at a time)", unit="lesson")
     if note:
