@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     p.add_argument("--jobs", type=int, default=None, help="lessons run at a time, each in its own "
                    "process with one thread (default: 2, or 1 with --update-readme, never more than the cores; "
-                   "the lessons that pretrain the tiny BERT run one after another)")
+                   "the lessons that pretrain the tiny BERT run one after another; the longest jobs start first)")
     p.add_argument("--update-readme", action="store_true", help="write the timing table of docs/results.md "
                    "(each lesson timed alone: one job)")
     p.set_defaults(func=cmd_run)

@@ -199,17 +199,22 @@ def expected_seconds(lesson: Lesson) -> float:
     return statistics.median(seconds) if seconds else 0.0
 
 
+def job_groups(lessons: list[Lesson]) -> list[list[Lesson]]:
+    """The jobs of a parallel run, in the order they start: the lessons that load the tiny BERT
+    together in one job (the first pretrains it, the others read the cache), every other lesson a
+    job of its own; the longest first, so that the last job to start is a short one and no core
+    sits idle for long while another finishes a long lesson (in numeric order the longest came last)."""
+    pretrained = [lesson for lesson in lessons if needs_pretraining(lesson)]
+    groups = ([pretrained] if pretrained else []) + [[lesson] for lesson in lessons if lesson not in pretrained]
+    return sorted(groups, key=lambda group: -sum(expected_seconds(lesson) for lesson in group))
+
+
 def _run_parallel(lessons, seed, timeout, out_dir, jobs, parameters) -> pd.DataFrame:
-    # The lessons that load the tiny BERT run one after another in one job (the first pretrains it,
-    # the others read the cache), started first: it is the longest job. Every other lesson is a job.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    pretrained = [lesson for lesson in lessons if needs_pretraining(lesson)]
-    groups = ([pretrained] if pretrained else []) + [[lesson] for lesson in lessons if lesson not in pretrained]
-    # Longest first: the last job to start is then a short one, so no core sits idle for long while
-    # another finishes a long lesson (in numeric order the longest lessons came last).
-    groups.sort(key=lambda group: -sum(expected_seconds(lesson) for lesson in group))
+    groups = job_groups(lessons)
+    pretrained = next((group for group in groups if needs_pretraining(group[0])), [])
     note = pretraining_note(pretrained[0], seed) if pretrained else ""
     bar = tqdm(total=len(lessons), desc=f"lessons ({jobs} at a time)", unit="lesson")
     if note:

@@ -36,3 +36,16 @@ def test_an_interrupted_run_is_not_run_not_a_crash(tmp_path):
     nb.cells[1].execution_count = 2
     nbformat.write(nb, stopped)
     assert lesson_status(stopped) == ("no claims", "")
+
+
+def test_parallel_jobs_start_longest_first_and_the_pretraining_lessons_share_one(monkeypatch):
+    from course_tools import runner
+    from course_tools.manifest import LESSONS
+    seconds = {"00": 5.0, "03": 30.0, "09": 40.0, "16": 50.0, "17": 10.0, "25": 70.0}
+    monkeypatch.setattr(runner, "expected_seconds", lambda lesson: seconds[f"{lesson.number:02d}"])
+    lessons = [l for l in LESSONS if f"{l.number:02d}" in seconds]
+    order = [[f"{l.number:02d}" for l in group] for group in runner.job_groups(lessons)]
+    assert order == [["25"], ["16", "17"], ["09"], ["03"], ["00"]]   # 16 + 17: one job of 60 s
+    # without a ledger every lesson counts 0 s: the jobs keep the lessons' own order
+    monkeypatch.setattr(runner, "expected_seconds", lambda lesson: 0.0)
+    assert [[l.number for l in g] for g in runner.job_groups(lessons)][0] == [16, 17]
