@@ -36,7 +36,7 @@ BY_FILE = {
     "test_lessons.py": "notebooks", "test_runner.py": "notebooks", "test_selfcheck.py": "grader",
     "test_grading.py": "grader", "test_grader_attacks.py": "grader", "test_grader_class.py": "grader",
     "test_progress.py": "grader", "test_learner_desk.py": "grader", "test_gradescope.py": "grader",
-    "test_verdicts.py": "grader", "test_corpus.py": "grader",
+    "test_verdicts.py": "grader", "test_corpus.py": "grader", "test_forkserver.py": "grader",
 }
 
 #: The slowest test files, slowest first (measured with `pytest --durations`); the rest follow in

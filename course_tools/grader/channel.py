@@ -1,6 +1,7 @@
 """Step 3 of grading: the learner's process and the pipe to it - one owner for its whole life.
 
-`Channel` starts the process (inside the walls of isolation.py, running learner/server.py),
+`Channel` starts the process (inside the walls of isolation.py, running learner/server.py; forked
+from the fork server of forkserver.py, which imported torch once, where the platform allows),
 carries frames both ways, and kills it and cleans up after it. It also keeps the two clocks:
 
 - `allow(seconds)`: the budget of what runs next (a cell, an item), in CPU seconds of the learner's
@@ -12,8 +13,7 @@ carries frames both ways, and kills it and cleans up after it. It also keeps the
 - `deadline`: when the notebook's whole grading must end, everything included. A wait that runs
   into it raises `NotebookTimeout` instead of `Timeout`.
 
-A frame is an 8-byte big-endian length followed by the payload (codec.py says what a payload is).
-Standard library only: importing it is cheap.
+Frames: frames.py. Standard library only: importing it is cheap.
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ import os
 import select
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -29,10 +28,11 @@ import time
 from pathlib import Path
 
 from .. import ROOT
+from .forkserver import ForkServerError, LearnerProcess, fork_server, fork_server_usable, spec_for
 from .errors import LearnerDied, NotebookTimeout, ProtocolError, SandboxError, Timeout
+from .frames import FRAME
 from .isolation import Limits, become_subreaper, confine, open_temp_dir, sandbox_uid, sweep, topmost
 
-FRAME = struct.Struct(">Q")   # a frame's length, in front of its payload (both sides)
 #: A budget of CPU seconds also ends after this many times as much wall-clock time (a waiting process).
 WALL_FACTOR = 4.0
 #: How often a wait looks at the learner's CPU time (seconds).
@@ -57,6 +57,12 @@ SERVER = ("import sys; sys.path.insert(0, {root!r}); import runpy; "
           "runpy.run_module('course_tools.grader.learner.server', run_name='__main__', alter_sys=True)")
 
 
+def _cannot_start(why: str, isolating: bool) -> str:
+    return ("cannot start the isolated learner process: " + why
+            + (". As root the grader needs to create mount and network namespaces (a container "
+               "needs --cap-add SYS_ADMIN, or run the grader as an ordinary user)" if isolating else ""))
+
+
 class Channel:
     """One learner process: `start`, `exchange` payloads, `kill` (the next `start` is a fresh one), `close`."""
 
@@ -77,7 +83,7 @@ class Channel:
         if self.uid is not None:
             for path in (self.dir, *self.dir.rglob("*")):
                 os.chown(path, self.uid, self.uid)
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | LearnerProcess | None = None
         become_subreaper()
 
     # ------------------------------------------------------------ the clocks
@@ -147,11 +153,16 @@ class Channel:
                "LANG": "C.UTF-8", "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(self.dir / "tmp"),
                "IPYTHONDIR": str(self.dir / "tmp"), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "TQDM_DISABLE": "1", "COURSE_GRADE_FDS": f"{to_child_r},{from_child_w}"}
+        debug = bool(os.environ.get("COURSE_GRADE_DEBUG"))
+        if fork_server_usable():
+            self._start_forked(env, (to_child_r, from_child_w, why_r, why_w),
+                               spec_for(self.dir, env, limits, uid, needed, course, hide, debug), debug)
+            return
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", "-B", "-c", SERVER.format(root=str(course))], cwd=self.dir, env=env,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=None if os.environ.get("COURSE_GRADE_DEBUG") else subprocess.DEVNULL,
+                stderr=None if debug else subprocess.DEVNULL,
                 start_new_session=True, pass_fds=(to_child_r, from_child_w),
                 preexec_fn=lambda: confine(limits, uid, needed, course, hide, why_w))
         except (subprocess.SubprocessError, OSError) as error:
@@ -160,14 +171,36 @@ class Channel:
             os.close(why_r)
             for fd in (to_child_r, from_child_w, self._to_child, self._from_child):
                 os.close(fd)
-            raise SandboxError(
-                "cannot start the isolated learner process: " + (why or f"{type(error).__name__}: {error}")
-                + (". As root the grader needs to create mount and network namespaces (a container "
-                   "needs --cap-add SYS_ADMIN, or run the grader as an ordinary user)" if why else "")) from None
+            raise SandboxError(_cannot_start(why or f"{type(error).__name__}: {error}", bool(why))) from None
         os.close(why_w)
         os.close(why_r)
         os.close(to_child_r)
         os.close(from_child_w)
+
+    def _start_forked(self, env: dict, fds: tuple[int, int, int, int], spec: dict, debug: bool) -> None:
+        """The learner's process from the fork server (forkserver.py): the same walls, put up in
+        the child before the learner server runs; torch already imported."""
+        to_child_r, from_child_w, why_r, why_w = fds
+        base = {k: v for k, v in env.items() if k in ("PATH", "LANG", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        for attempt in (1, 2):   # a fork server that ended (killed by a learner as the same user) is started again
+            try:
+                self.proc = fork_server(dict(base, HOME="/", TMPDIR="/tmp"), debug).spawn(
+                    (to_child_r, from_child_w, why_w), spec, timeout=120)
+                break
+            except ForkServerError as error:
+                if attempt == 2:
+                    for fd in (to_child_r, from_child_w, why_r, why_w, self._to_child, self._from_child):
+                        os.close(fd)
+                    raise SandboxError(_cannot_start(str(error), False)) from None
+        for fd in (to_child_r, from_child_w, why_w):
+            os.close(fd)
+        # The child closes its end of `why` once its walls stand, or dies writing why they do not.
+        with os.fdopen(why_r, "rb") as pipe:
+            ready, _, _ = select.select([pipe], [], [], 60)
+            why = pipe.read().decode(errors="replace") if ready else ""
+        if why:
+            self.kill()                                   # (closes the pipes too)
+            raise SandboxError(_cannot_start(why, True))
 
     @property
     def alive(self) -> bool:

@@ -2,7 +2,8 @@
 
 - its own session and process group (`setsid`), killed as a group by the parent's watchdog;
 - `setrlimit`: address space, CPU seconds, processes, file size, open files, no core files;
-- a minimal environment (nothing inherited), `python -I -B`, stdin/stdout/stderr on /dev/null;
+- a minimal environment (nothing inherited), `python -I -B` (forked from the fork server, which
+  started so: forkserver.py), stdin/stdout/stderr on /dev/null;
 - a private temporary working directory (mode 700) holding a copy of the submission only;
 - as root: an unprivileged uid/gid of its own (no passwd entry needed), so it cannot write the
   course's files or other submissions (they are not writable by that uid), and every process of
@@ -25,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-PR_SET_CHILD_SUBREAPER = 36
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 UID_BASE = 210_000
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -122,6 +123,16 @@ def become_subreaper() -> None:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: detached grandchildren are not tracked
         pass
+
+
+def is_subreaper() -> bool:
+    """Whether this process adopts its orphaned descendants (Linux; False where it cannot tell)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        flag = ctypes.c_int(0)
+        return libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value == 1
+    except (OSError, AttributeError):
+        return False
 
 
 def open_temp_dir() -> str:

@@ -16,7 +16,7 @@ import os
 import sys
 import types
 
-from course_tools.grader.channel import FRAME
+from course_tools.grader.frames import FRAME
 from course_tools.grader.learner.tripwires import TripWires
 
 FD_IN, FD_OUT = (int(n) for n in os.environ.get("COURSE_GRADE_FDS", "3,4").split(","))
