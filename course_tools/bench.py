@@ -19,9 +19,9 @@ slow spell of a shared machine hits all of them alike) of:
    same config and weights, in tokens per second;
 3. lesson 25's CPU paths (`course_lib.fast_inference`) at batch 1 and 32, one thread each as the
    lesson times them (`--runs N`: batch 1 in N separate runs, the slowest and fastest shown):
-   PyTorch dynamic int8 (per tensor, per channel, and per channel with 8-bit activations on a CPU with VNNI), ONNX
-   Runtime fp32 and int8 (per channel), each as exported (unfused) and fused by ONNX Runtime's
-   BERT optimizer (`course_lib.onnx_export`, with the fused-operator counts), against the best
+   PyTorch dynamic int8 (per tensor, per channel, and per channel with 8-bit activations on a CPU
+   with VNNI), ONNX Runtime fp32 and int8 (per channel), each as exported (unfused) and fused by
+   ONNX Runtime's BERT optimizer (`course_lib.onnx_export`, with the fused-operator counts), against the best
    fp32 path (the fastest of the course's model, Hugging Face's SDPA model and ONNX Runtime fp32,
    fused or not), with the min-max of the per-round speed ratios, the cosine of their
    mean-pooled sentence embeddings to fp32 and, on MiniLM, the STS Spearman of lesson 25's

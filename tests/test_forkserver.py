@@ -94,3 +94,38 @@ def test_a_learner_process_cannot_read_the_fork_servers_memory():
         assert remote.get_global("MEM") in ("PermissionError", "FileNotFoundError"), remote.get_global("MEM")
     finally:
         channel.close()
+
+
+def _why_it_did_not_start(**changes):
+    """Ask the fork server for a process with `changes` to a valid spec: (the reason it wrote, exit code)."""
+    from course_tools.grader.isolation import Limits, become_subreaper
+    become_subreaper()
+    to_child_r, to_child_w = os.pipe()
+    from_child_r, from_child_w = os.pipe()
+    why_r, why_w = os.pipe()
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/", "TMPDIR": "/tmp"}
+    spec = {**forkserver.spec_for(ROOT, env, Limits(), None, [], ROOT, [], False), **changes}
+    try:
+        proc = forkserver.fork_server(env, False).spawn((to_child_r, from_child_w, why_w), spec, timeout=60)
+    finally:
+        for fd in (to_child_r, from_child_w, why_w):
+            os.close(fd)
+    with os.fdopen(why_r, "rb") as pipe:
+        why = pipe.read().decode()
+    code = proc.wait(timeout=30)
+    for fd in (to_child_w, from_child_r):
+        os.close(fd)
+    return why, code
+
+
+def test_a_process_that_cannot_be_set_up_says_why_once():
+    why, code = _why_it_did_not_start(cwd=str(ROOT / "no-such-folder"))
+    assert code == 1 and why.startswith("FileNotFoundError: ") and "no-such-folder" in why, why
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the namespaces are made as root only")
+def test_a_namespace_that_cannot_be_made_is_reported_in_confines_words_only():
+    from course_tools.grader.isolation import sandbox_uid
+    missing = str(ROOT / "no-such-folder")
+    why, code = _why_it_did_not_start(uid=sandbox_uid(), needed=[missing])
+    assert code == 1 and why == f"No such file or directory ({missing})", why

@@ -107,6 +107,10 @@ def mount_namespace(needed: list[Path], course: Path, hide: list[Path]) -> None:
         pass
 
 
+class ReasonWritten(OSError):
+    """Isolating the learner's process failed, and `confine` wrote why for the parent to report."""
+
+
 @dataclass
 class Limits:
     memory_bytes: int = 6 * 1024**3     # address space; torch alone maps ~2 GB of it
@@ -229,7 +233,7 @@ def confine(limits: Limits, uid: int | None, needed: list[Path], course: Path, h
             mount_namespace(needed, course, hide)
         except OSError as error:
             os.write(why_fd, f"{error.strerror or error} ({error.filename or error.args[-1]})".encode())
-            raise
+            raise ReasonWritten(error.errno, str(error)) from error
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
         os.setgroups([])
         os.setgid(uid)

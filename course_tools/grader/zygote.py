@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 from .forkserver import ForkServerError
-from .isolation import Limits
+from .isolation import Limits, ReasonWritten, confine
 
 LEARNER_MODULE = "course_tools.grader.learner.server"
 PR_SET_DUMPABLE = 4
@@ -102,12 +102,12 @@ def _become_learner(sock: socket.socket, spec: dict, fds: list[int]) -> None:
         os.environ.update(spec["env"], COURSE_GRADE_FDS=f"{to_child},{from_child}")
         import tempfile
         tempfile.tempdir = None                           # TMPDIR is the child's own now
-        from course_tools.grader.isolation import confine
         confine(Limits(**spec["limits"]), spec["uid"], [Path(p) for p in spec["needed"]], Path(spec["course"]),
                 [Path(p) for p in spec["hide"]], why)
-    except BaseException as error:  # noqa: BLE001 - reported by the grader (confine wrote its own reason)
+    except BaseException as error:  # noqa: BLE001 - reported by the grader
         try:
-            os.write(why, f"{type(error).__name__}: {error}".encode())
+            if not isinstance(error, ReasonWritten):      # (confine wrote the namespaces' own reason)
+                os.write(why, f"{type(error).__name__}: {error}".encode())
         finally:
             os._exit(1)
     os.close(why)
